@@ -1,0 +1,8 @@
+"""smetric: a reproduction of SMetric (arXiv 2607.08565), balanced session-centric LLM scheduling.
+
+The package models a cluster of GPU inference instances with tiered KV caches
+(a numba engine), replays real and synthetic agent workloads through it, and
+compares the SMETRIC routing policy with the production routers it is measured against.
+"""
+
+__version__ = "0.1.0"

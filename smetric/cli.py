@@ -1,0 +1,29 @@
+"""The ``smetric`` command line. Each subcommand is one ``_cmd_<name>`` function registered in ``_COMMANDS``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="smetric", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (register, _run) in _COMMANDS.items():
+        register(sub.add_parser(name))
+    return parser
+
+
+# name -> (function adding arguments to its subparser, function(args) -> exit code)
+_COMMANDS: dict = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``smetric`` console script."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    return int(_COMMANDS[args.command][1](args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

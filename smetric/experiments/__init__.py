@@ -1,0 +1,1 @@
+"""smetric.experiments"""
