@@ -1,0 +1,38 @@
+"""Shared plotting helpers: one house style, and saving every figure with the CSV behind it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["figures_dir", "save_figure", "set_style"]
+
+
+def figures_dir() -> Path:
+    """Where figures go: ``$SMETRIC_FIGURES``, else ``figures/`` under ``$SMETRIC_ROOT`` or the current directory."""
+    if os.environ.get("SMETRIC_FIGURES"):
+        out = Path(os.environ["SMETRIC_FIGURES"])
+    else:
+        out = Path(os.environ.get("SMETRIC_ROOT", ".")) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def set_style() -> None:
+    """The seaborn style used by every figure."""
+    import seaborn as sns
+
+    sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
+
+
+def save_figure(fig, data: pd.DataFrame, stem: str, outdir: str | Path | None = None) -> list[Path]:
+    """Save ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` and ``data`` as ``<stem>.csv``; return the paths."""
+    out = Path(outdir) if outdir is not None else figures_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf", out / f"{stem}.csv"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    data.to_csv(paths[2], index=False)
+    return paths
