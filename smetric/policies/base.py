@@ -32,7 +32,8 @@ V_KV_USED = 8        # HBM KV blocks pinned by in-flight requests
 V_KV_CAPACITY = 9    # HBM KV blocks of the instance
 V_CONTEXT_TOKENS = 10  # context tokens of all in-flight requests (their decode KV footprint)
 V_REQ_COST = 11      # estimated prefill seconds of this request here, given this instance's hits
-N_VIEW = 12
+V_QUEUED_ATTN = 12   # queued prefill in attention-aware token units: sum of n + n*(L - n/2)/l_eq
+N_VIEW = 13
 
 # ---- request fields
 R_INPUT_LEN = 0      # prompt tokens
