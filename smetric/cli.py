@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .experiments import cli_cmds as _experiments_cli
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="smetric", description=__doc__)
@@ -16,6 +18,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 # name -> (function adding arguments to its subparser, function(args) -> exit code)
 _COMMANDS: dict = {}
+_COMMANDS["reproduce"] = (_experiments_cli.register_reproduce, _experiments_cli.run_reproduce)
 
 
 def main(argv: list[str] | None = None) -> int:

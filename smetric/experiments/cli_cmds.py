@@ -1,0 +1,42 @@
+"""The ``reproduce`` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def register_reproduce(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``smetric reproduce``."""
+    parser.description = "Execute the figure notebooks with papermill and write figures/."
+    parser.add_argument("--quick", action="store_true", help="small sizes (sets SMETRIC_QUICK=1)")
+    parser.add_argument("--only", nargs="+", metavar="FIG", help="figure prefixes, e.g. fig06 fig07")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="papermill parameter for every notebook that declares it (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once (default 1)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="dask scheduler for the sweeps inside the notebooks (tcp://host:port)")
+
+
+def run_reproduce(args: argparse.Namespace) -> int:
+    """Run the notebooks, print the runtime table, exit 1 if any failed."""
+    from .reproduce import parse_parameter, reproduce
+
+    try:
+        params = dict(parse_parameter(p) for p in args.param)
+    except ValueError as exc:
+        print(f"smetric reproduce: {exc}", file=sys.stderr)
+        return 2
+    if args.scheduler:
+        os.environ["SMETRIC_DASK_SCHEDULER"] = args.scheduler
+    try:
+        table = reproduce(only=args.only, params=params, quick=args.quick, jobs=args.jobs)
+    except ValueError as exc:
+        print(f"smetric reproduce: {exc}", file=sys.stderr)
+        return 2
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+    failed = table[~table["ok"]]
+    for _, row in failed.iterrows():
+        print(f"FAILED {row['figure']}: {row['error']}", file=sys.stderr)
+    return 1 if len(failed) else 0

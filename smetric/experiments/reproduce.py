@@ -1,0 +1,125 @@
+"""``smetric reproduce``: execute the figure notebooks with papermill and report what ran.
+
+Each ``notebooks/figNN_*.ipynb`` runs in its own kernel into ``build/notebooks/``. A full run
+(not ``--quick``, no ``-p`` overrides) also writes the executed notebook back over
+``notebooks/`` so that the committed notebooks carry the outputs of the full run. A failing
+notebook is reported with its cell and error; the others still run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["NotebookRun", "discover", "parse_parameter", "reproduce", "repo_root"]
+
+QUICK_ENV = "SMETRIC_QUICK"
+
+
+def repo_root() -> Path:
+    """The checkout holding ``notebooks/``: ``$SMETRIC_ROOT`` or the directory above the package."""
+    if os.environ.get("SMETRIC_ROOT"):
+        return Path(os.environ["SMETRIC_ROOT"])
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """Outcome of one notebook execution."""
+
+    figure: str
+    seconds: float
+    ok: bool
+    error: str = ""
+
+
+def discover(root: Path, only: list[str] | None = None) -> list[Path]:
+    """Figure notebooks under ``root/notebooks``, optionally only those whose name starts with one of ``only``."""
+    books = sorted((root / "notebooks").glob("fig*.ipynb"))
+    if only:
+        keys = [o.lower() for o in only]
+        books = [b for b in books if any(b.stem.lower().startswith(k) for k in keys)]
+        missing = [k for k in keys if not any(b.stem.lower().startswith(k) for b in books)]
+        if missing:
+            raise ValueError(f"no notebook matches {missing}; available: "
+                             f"{[b.stem for b in sorted((root / 'notebooks').glob('fig*.ipynb'))]}")
+    return books
+
+
+def parse_parameter(text: str) -> tuple[str, object]:
+    """``name=value`` → (name, value) with value read as a Python literal when it is one (else a string)."""
+    if "=" not in text:
+        raise ValueError(f"parameter {text!r} must look like name=value")
+    name, raw = text.split("=", 1)
+    name = name.strip()
+    if not name.isidentifier():
+        raise ValueError(f"parameter name {name!r} is not a valid identifier")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return name, value
+
+
+def _run_one(path: Path, out_dir: Path, params: dict, quick: bool, write_back: bool) -> NotebookRun:
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    declared = pm.inspect_notebook(str(path))
+    mine = {k: v for k, v in params.items() if k in declared}
+    out = out_dir / path.name
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(str(path), str(out), parameters=mine, cwd=str(path.parent),
+                            progress_bar=False, kernel_name="python3")
+    except PapermillExecutionError as exc:
+        return NotebookRun(path.stem, time.perf_counter() - start, False,
+                           f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
+    except Exception as exc:  # a kernel that died, a missing notebook dependency, ...
+        return NotebookRun(path.stem, time.perf_counter() - start, False, f"{type(exc).__name__}: {exc}")
+    if write_back and not quick and not mine:
+        shutil.copyfile(out, path)
+    return NotebookRun(path.stem, time.perf_counter() - start, True)
+
+
+def reproduce(only: list[str] | None = None, params: dict | None = None, quick: bool = False,
+              jobs: int = 1, root: Path | None = None, write_back: bool = True,
+              progress: bool = True) -> pd.DataFrame:
+    """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
+
+    ``quick`` sets ``SMETRIC_QUICK=1`` for the kernels (small sizes, same code paths);
+    ``params`` are papermill parameters, passed to each notebook that declares them;
+    ``jobs`` notebooks run at once. The runtime table is also written to ``build/runtimes.csv``.
+    """
+    from tqdm.auto import tqdm
+
+    root = Path(root) if root is not None else repo_root()
+    books = discover(root, only)
+    if not books:
+        raise ValueError(f"no figure notebooks under {root / 'notebooks'}")
+    out_dir = root / "build" / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["SMETRIC_ROOT"] = str(root)
+    if quick:
+        os.environ[QUICK_ENV] = "1"
+    else:
+        os.environ.pop(QUICK_ENV, None)
+    runs: list[NotebookRun] = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+            tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
+        futures = [pool.submit(_run_one, b, out_dir, params or {}, quick, write_back) for b in books]
+        for fut in futures:
+            run = fut.result()
+            runs.append(run)
+            bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
+            bar.update()
+    table = pd.DataFrame([r.__dict__ for r in runs])
+    table.to_csv(root / "build" / "runtimes.csv", index=False)
+    return table
