@@ -106,20 +106,28 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
         raise ValueError(f"no figure notebooks under {root / 'notebooks'}")
     out_dir = root / "build" / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("SMETRIC_ROOT", QUICK_ENV)}
     os.environ["SMETRIC_ROOT"] = str(root)
     if quick:
         os.environ[QUICK_ENV] = "1"
     else:
         os.environ.pop(QUICK_ENV, None)
     runs: list[NotebookRun] = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
-            tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
-        futures = [pool.submit(_run_one, b, out_dir, params or {}, quick, write_back) for b in books]
-        for fut in futures:
-            run = fut.result()
-            runs.append(run)
-            bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
-            bar.update()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+                tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
+            futures = [pool.submit(_run_one, b, out_dir, params or {}, quick, write_back) for b in books]
+            for fut in futures:
+                run = fut.result()
+                runs.append(run)
+                bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
+                bar.update()
+    finally:  # the kernels inherited the environment; leave the caller's as it was
+        for key, val in saved.items():
+            if val is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = val
     table = pd.DataFrame([r.__dict__ for r in runs])
     table.to_csv(root / "build" / "runtimes.csv", index=False)
     return table

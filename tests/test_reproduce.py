@@ -1,0 +1,53 @@
+"""The papermill runner behind `smetric reproduce` / `make figures`."""
+
+import json
+
+import nbformat
+import pytest
+
+from smetric.experiments.reproduce import discover, parse_parameter, reproduce
+
+
+def _notebook(path, body):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("import os\nscale = 1\nQUICK = os.environ.get('SMETRIC_QUICK') == '1'")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_parse_parameter_reads_literals():
+    assert parse_parameter("load_max=12") == ("load_max", 12)
+    assert parse_parameter("model=qwen3-235b-a22b") == ("model", "qwen3-235b-a22b")
+    assert parse_parameter("loads=[1, 2.5]") == ("loads", [1, 2.5])
+    with pytest.raises(ValueError):
+        parse_parameter("novalue")
+
+
+def test_reproduce_runs_reports_failures_and_passes_parameters(tmp_path):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    _notebook(nbdir / "fig90_ok.ipynb",
+              "import json\njson.dump({'scale': scale, 'quick': QUICK}, open('out.json', 'w'))")
+    _notebook(nbdir / "fig91_bad.ipynb", "raise RuntimeError('broken on purpose')")
+    assert [p.stem for p in discover(tmp_path, ["fig90"])] == ["fig90_ok"]
+    table = reproduce(params={"scale": 3, "undeclared": 1}, quick=True, root=tmp_path, progress=False)
+    by = table.set_index("figure")
+    assert bool(by.loc["fig90_ok", "ok"]) and not bool(by.loc["fig91_bad", "ok"])
+    assert "RuntimeError: broken on purpose" in by.loc["fig91_bad", "error"]
+    assert json.load(open(nbdir / "out.json")) == {"scale": 3, "quick": True}
+    assert (tmp_path / "build" / "notebooks" / "fig90_ok.ipynb").exists()
+    assert (tmp_path / "build" / "runtimes.csv").exists()
+    with pytest.raises(ValueError, match="no notebook matches"):
+        reproduce(only=["fig42"], root=tmp_path, progress=False)
+
+
+def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.delenv("SMETRIC_QUICK", raising=False)
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    _notebook(nbdir / "fig90_ok.ipynb", "pass")
+    reproduce(quick=True, root=tmp_path, progress=False)
+    import os
+    assert "SMETRIC_QUICK" not in os.environ
