@@ -1,0 +1,347 @@
+"""Parameter sweeps: evaluate a point function over a grid, serially or on a Dask cluster.
+
+:func:`sweep` calls ``fn(**point, **shared)`` for every point of a grid and returns one tidy
+DataFrame: the point's parameters as columns followed by ``fn``'s outputs, rows in grid order.
+The same grid gives the same DataFrame, bit for bit, whatever runs it: the serial loop
+(``jobs=1``), a ``LocalCluster`` with one single-threaded worker process per core, or an existing
+Dask cluster reached by address. Determinism therefore rests on ``fn``: it must draw its
+randomness from the point's own parameters (e.g. a ``seed`` column), never from global state.
+
+Where the work runs (first match wins):
+
+1. ``client=`` — an existing :class:`distributed.Client`;
+2. ``scheduler="tcp://host:port"`` — connect to that scheduler for this sweep;
+3. ``jobs=`` — ``1`` runs serially in this process without Dask, ``n > 1`` starts a local
+   cluster of ``n`` worker processes (one thread each) for this sweep;
+4. environment ``SMETRIC_DASK_SCHEDULER`` (an address), then ``SMETRIC_JOBS`` (a count);
+5. one worker per core (``os.cpu_count()``).
+
+A local cluster never gets more workers than there are points; with one worker the sweep runs
+serially. Worker processes share numba's on-disk cache (``cache=True``), so a kernel compiled
+once is loaded, not recompiled, by the others.
+
+Large inputs (workloads, profiles) go in ``shared``: they are scattered to the workers once per
+sweep and handed to ``fn`` as keyword arguments, not re-sent with every point.
+
+A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``, the default): it has
+no rows in the result, and a :class:`PointFailure` with its parameters and traceback is listed in
+``df.attrs["failures"]`` and announced by a :class:`SweepWarning`. ``on_error="raise"`` stops at
+the first failure with a :class:`SweepError` carrying the same information.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import traceback
+import uuid
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+__all__ = [
+    "PointFailure",
+    "SweepError",
+    "SweepWarning",
+    "grid_points",
+    "sweep",
+    "sweep_environment",
+]
+
+SCHEDULER_ENV = "SMETRIC_DASK_SCHEDULER"
+JOBS_ENV = "SMETRIC_JOBS"
+_ON_ERROR = ("collect", "raise")
+
+
+@dataclass(frozen=True)
+class PointFailure:
+    """A grid point whose function raised: its position in the grid, parameters, error and traceback."""
+
+    index: int
+    params: dict
+    error: str
+    traceback: str
+
+    def __str__(self) -> str:
+        return f"point {self.index} {self.params!r} failed with {self.error}\n{self.traceback}"
+
+
+class SweepError(RuntimeError):
+    """Raised by ``sweep(..., on_error="raise")`` at the first failed point; ``.failure`` holds it."""
+
+    def __init__(self, failure: PointFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+class SweepWarning(UserWarning):
+    """Some points of a sweep failed; the result lists them in ``df.attrs["failures"]``."""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one point produced: ``fn``'s output, or the failure it raised."""
+
+    value: Any = None
+    failure: PointFailure | None = None
+
+
+def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The points of ``grid``: a list of dicts as given, or the cartesian product of a dict of lists.
+
+    The product varies the last key fastest, so ``{"policy": [a, b], "load": [1, 2]}`` gives
+    ``(a, 1), (a, 2), (b, 1), (b, 2)``. Every point must have the same parameter names.
+    """
+    if isinstance(grid, Mapping):
+        for name, values in grid.items():
+            if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+                raise TypeError(
+                    f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}"
+                )
+        names = list(grid)
+        points = [dict(zip(names, combo)) for combo in itertools.product(*grid.values())]
+    elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
+        points = []
+        for i, point in enumerate(grid):
+            if not isinstance(point, Mapping):
+                raise TypeError(f"grid point {i} must be a dict of parameters, got {type(point).__name__}")
+            points.append(dict(point))
+    else:
+        raise TypeError(f"grid must be a dict of lists or a list of dicts, got {type(grid).__name__}")
+    if points:
+        names = list(points[0])
+        for i, point in enumerate(points):
+            if list(point) != names:
+                raise ValueError(f"grid point {i} has parameters {list(point)}, point 0 has {names}")
+            bad = [k for k in point if not isinstance(k, str)]
+            if bad:
+                raise TypeError(f"grid point {i} has non-string parameter names {bad}")
+    return points
+
+
+def _run_point(fn: Callable, index: int, params: dict, shared: dict) -> _Outcome:
+    """Call ``fn`` on one point; an exception becomes a :class:`PointFailure` (runs on the worker)."""
+    try:
+        return _Outcome(value=fn(**params, **shared))
+    except Exception as exc:  # noqa: BLE001 -- every failure is reported with its point
+        return _Outcome(failure=PointFailure(index, params, _describe(exc), traceback.format_exc()))
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _point_frame(params: dict, value: Any, index: int) -> pd.DataFrame:
+    """One point's rows: its parameters broadcast in front of ``fn``'s dict (one row) or DataFrame."""
+    if isinstance(value, Mapping):
+        out = pd.DataFrame([dict(value)])
+    elif isinstance(value, pd.DataFrame):
+        out = value.reset_index(drop=True)
+    else:
+        raise TypeError(
+            f"fn must return a dict or a pandas DataFrame, got {type(value).__name__} at point {index} {params!r}"
+        )
+    clash = [c for c in out.columns if c in params]
+    if clash:
+        raise ValueError(f"fn's outputs {clash} at point {index} repeat grid parameters of the same name")
+    for pos, (name, val) in enumerate(params.items()):
+        out.insert(pos, name, [val] * len(out))
+    return out
+
+
+def _assemble(points: list[dict], outcomes: list[_Outcome]) -> pd.DataFrame:
+    """The tidy result in grid order, with failures in ``attrs["failures"]``."""
+    frames = [
+        _point_frame(params, o.value, i)
+        for i, (params, o) in enumerate(zip(points, outcomes))
+        if o.failure is None
+    ]
+    if frames:
+        df = pd.concat(frames, ignore_index=True)
+    else:
+        df = pd.DataFrame(columns=list(points[0]) if points else [])
+    failures = tuple(o.failure for o in outcomes if o.failure is not None)
+    df.attrs["failures"] = failures
+    if failures:
+        warnings.warn(
+            SweepWarning(
+                f"{len(failures)} of {len(points)} sweep points failed (see df.attrs['failures']); "
+                f"first: point {failures[0].index} {failures[0].params!r}: {failures[0].error}"
+            ),
+            stacklevel=3,
+        )
+    return df
+
+
+def _env_jobs() -> int | None:
+    raw = os.environ.get(JOBS_ENV)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{JOBS_ENV} must be a positive integer, got {raw!r}") from None
+
+
+def _resolve_target(jobs: int | None, client: Any, scheduler: str | None) -> tuple[str, Any]:
+    """Where to run: ``("client", Client)``, ``("scheduler", address)`` or ``("local", n_workers)``."""
+    if client is not None:
+        if jobs is not None or scheduler is not None:
+            raise ValueError("pass only one of client=, scheduler= and jobs=")
+        return "client", client
+    if scheduler is not None:
+        if jobs is not None:
+            raise ValueError("pass only one of scheduler= and jobs=: jobs sizes a local cluster")
+        return "scheduler", scheduler
+    if jobs is None and os.environ.get(SCHEDULER_ENV):
+        return "scheduler", os.environ[SCHEDULER_ENV]
+    if jobs is None:
+        jobs = _env_jobs()
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    return "local", int(jobs)
+
+
+def sweep(
+    grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]],
+    fn: Callable[..., Mapping[str, Any] | pd.DataFrame],
+    *,
+    shared: Mapping[str, Any] | None = None,
+    jobs: int | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    on_error: str = "collect",
+) -> pd.DataFrame:
+    """Evaluate ``fn(**point, **shared)`` over ``grid`` and return one tidy DataFrame in grid order.
+
+    Args:
+        grid: a dict of lists (cartesian product, last key fastest) or a list of parameter dicts.
+        fn: returns a dict (one row) or a DataFrame (several rows) per point. For worker
+            processes it should be a module-level function (closures work through cloudpickle).
+        shared: large objects passed to every call as keyword arguments; scattered once.
+        jobs: ``1`` = serial, no Dask; ``n`` = local cluster of ``n`` worker processes;
+            ``None`` = ``SMETRIC_DASK_SCHEDULER`` / ``SMETRIC_JOBS`` / one worker per core.
+        client: an existing ``distributed.Client`` to run on.
+        scheduler: address of an existing Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"``.
+        progress: show a progress bar of points done.
+        on_error: ``"collect"`` failed points into ``df.attrs["failures"]`` (and warn), or
+            ``"raise"`` a :class:`SweepError` at the first failure.
+
+    Returns:
+        The grid parameters as the first columns, then ``fn``'s outputs; failed points have no rows.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+    points = grid_points(grid)
+    shared = dict(shared or {})
+    if points:
+        clash = sorted(set(shared) & set(points[0]))
+        if clash:
+            raise ValueError(f"shared names {clash} are also grid parameters")
+    kind, target = _resolve_target(jobs, client, scheduler)
+    if not points or (kind == "local" and min(target, len(points)) <= 1):
+        outcomes = _run_serial(points, fn, shared, progress, on_error)
+    else:
+        outcomes = _run_dask(points, fn, shared, kind, target, progress, on_error)
+    return _assemble(points, outcomes)
+
+
+def _progress_bar(n: int, progress: bool) -> tqdm:
+    return tqdm(total=n, desc="sweep", unit="pt", disable=not progress)
+
+
+def _run_serial(points: list[dict], fn: Callable, shared: dict, progress: bool, on_error: str) -> list[_Outcome]:
+    outcomes = []
+    with _progress_bar(len(points), progress) as bar:
+        for i, params in enumerate(points):
+            outcome = _run_point(fn, i, params, shared)
+            if outcome.failure is not None and on_error == "raise":
+                raise SweepError(outcome.failure)
+            outcomes.append(outcome)
+            bar.update()
+    return outcomes
+
+
+def _connect(kind: str, target: Any, stack: ExitStack) -> Any:
+    """A client for the target; clients and clusters started here are closed by ``stack``."""
+    from distributed import Client, LocalCluster
+
+    if kind == "client":
+        return target
+    if kind == "scheduler":
+        return stack.enter_context(Client(target))
+    cluster = stack.enter_context(
+        LocalCluster(
+            n_workers=target,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            env={"NUMBA_NUM_THREADS": "1"},
+        )
+    )
+    return stack.enter_context(Client(cluster))
+
+
+def _run_dask(
+    points: list[dict], fn: Callable, shared: dict, kind: str, target: Any, progress: bool, on_error: str
+) -> list[_Outcome]:
+    from distributed import as_completed
+
+    if kind == "local":
+        target = min(target, len(points))
+    with ExitStack() as stack:
+        client = _connect(kind, target, stack)
+        names = list(shared)
+        scattered = client.scatter([shared[k] for k in names], broadcast=True, hash=False) if names else []
+        shared_futures = dict(zip(names, scattered))
+        tag = uuid.uuid4().hex[:8]
+        futures = {
+            client.submit(_run_point, fn, i, params, shared_futures, key=f"sweep-{tag}-{i}", pure=False): i
+            for i, params in enumerate(points)
+        }
+        outcomes: list[_Outcome | None] = [None] * len(points)
+        try:
+            with _progress_bar(len(points), progress) as bar:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    if future.status == "error":  # the task never returned, e.g. its worker died
+                        exc = future.exception()
+                        tb = "".join(traceback.format_tb(future.traceback()))
+                        outcome = _Outcome(failure=PointFailure(i, points[i], _describe(exc), tb))
+                    else:
+                        outcome = future.result()
+                    if outcome.failure is not None and on_error == "raise":
+                        raise SweepError(outcome.failure)
+                    outcomes[i] = outcome
+                    bar.update()
+        finally:
+            client.cancel(list(futures) + scattered)
+    return outcomes  # type: ignore[return-value]
+
+
+def sweep_environment(jobs: int | None = None, scheduler: str | None = None) -> dict[str, str]:
+    """The environment variables that make later sweeps (e.g. in papermill kernels) use ``jobs`` / ``scheduler``.
+
+    For ``smetric reproduce``'s sweep options: put these in ``os.environ`` before the notebooks
+    start; their kernels inherit them and :func:`sweep` reads them. The option not chosen is set
+    to ``""`` (unset), so an explicit choice overrides whatever the shell exported.
+    """
+    if jobs is not None and scheduler is not None:
+        raise ValueError("pass only one of scheduler= and jobs=: jobs sizes a local cluster")
+    if jobs is not None:
+        _resolve_target(jobs, None, None)  # validates
+        return {JOBS_ENV: str(int(jobs)), SCHEDULER_ENV: ""}
+    if scheduler is not None:
+        return {JOBS_ENV: "", SCHEDULER_ENV: str(scheduler)}
+    return {}
