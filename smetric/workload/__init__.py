@@ -1,5 +1,14 @@
 """Workloads: the columnar Workload, trace loaders, sessions, the synthetic agent generator, characterization."""
 
 from .core import Workload, WorkloadError, n_blocks_for
+from .catalog import TRACES, data_dir, trace_names, trace_path
+from .errors import TraceFormatError, TraceSkipWarning
+from .loaders import FORMATS, LoadedTrace, detect_format, load_trace, read_trace
+from .sessions import infer_sessions
+from .turns import turn_of
+from .writers import write_bailian, write_mooncake, write_trace
 
-__all__ = ["Workload", "WorkloadError", "n_blocks_for"]
+__all__ = ["Workload", "WorkloadError", "n_blocks_for",
+           "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceSkipWarning",
+           "FORMATS", "LoadedTrace", "detect_format", "load_trace", "read_trace", "infer_sessions", "turn_of",
+           "write_bailian", "write_mooncake", "write_trace"]

@@ -1,0 +1,87 @@
+"""Short names for the trace files shipped in ``data/traces/`` (copies of ``shared/traces``).
+
+The data directory is ``<repo>/data`` (found from the package's location) unless the environment
+variable ``SMETRIC_DATA`` points elsewhere. Wherever a trace name is accepted, a path works too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import smetric
+
+__all__ = ["TraceEntry", "TRACES", "data_dir", "trace_entry", "trace_path", "trace_names"]
+
+DATA_ENV = "SMETRIC_DATA"
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One shipped trace: its file under ``data/traces/``, its format and what it is."""
+
+    name: str
+    file: str
+    format: str
+    description: str
+    licence: str
+    inferred_sessions_file: str | None = None  # the reference session inference shipped with it
+
+    def __post_init__(self) -> None:
+        if not self.file or "/" in self.file:
+            raise ValueError(f"trace {self.name!r}: file must be a bare file name, got {self.file!r}")
+
+
+TRACES: dict[str, TraceEntry] = {e.name: e for e in (
+    TraceEntry("mooncake-conversation", "mooncake_fast25_conversation_trace.jsonl.gz", "mooncake",
+               "Kimi chat traffic, 1 h, 12,031 requests, 512-token chained hashes (Mooncake FAST'25)",
+               "Apache-2.0", "mooncake_fast25_conversation_trace.inferred_sessions.csv.gz"),
+    TraceEntry("mooncake-synthetic", "mooncake_fast25_synthetic_trace.jsonl.gz", "mooncake",
+               "ShareGPT/L-Eval/LooGLE conversations with Poisson arrivals, 3,993 requests (Mooncake FAST'25)",
+               "Apache-2.0", "mooncake_fast25_synthetic_trace.inferred_sessions.csv.gz"),
+    TraceEntry("azure-code", "azure_llm_inference_2023_code.csv.gz", "azure",
+               "Azure LLM inference 2023, code: 8,819 arrivals and lengths, no hashes (Splitwise)", "CC-BY-4.0"),
+    TraceEntry("azure-conv", "azure_llm_inference_2023_conv.csv.gz", "azure",
+               "Azure LLM inference 2023, conversation: 19,366 arrivals and lengths, no hashes (Splitwise)",
+               "CC-BY-4.0"),
+    TraceEntry("tracelab-example", "tracelab_example_sanitized_round_trace.jsonl.gz", "tracelab",
+               "TraceLab: 2 coding-agent sessions (Claude Code, Codex), 19 LLM rounds", "CC-BY-4.0"),
+)}
+
+
+def data_dir() -> Path:
+    """The data directory: ``$SMETRIC_DATA`` if set, else ``data/`` next to the package."""
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else Path(smetric.__file__).resolve().parents[1] / "data"
+
+
+def trace_names() -> list[str]:
+    """The short names :func:`trace_path` understands."""
+    return sorted(TRACES)
+
+
+def trace_entry(name: str) -> TraceEntry:
+    """The catalog entry of a short name (``KeyError`` listing the known names otherwise)."""
+    try:
+        return TRACES[name]
+    except KeyError:
+        raise KeyError(f"unknown trace {name!r}; known traces: {', '.join(trace_names())}") from None
+
+
+def trace_path(name_or_path: str | os.PathLike) -> Path:
+    """The file of a short name (resolved in ``data_dir()/traces``) or an existing path as given."""
+    if not isinstance(name_or_path, str) or name_or_path not in TRACES:
+        path = Path(name_or_path)
+        if path.is_file():
+            return path
+        raise FileNotFoundError(
+            f"{str(name_or_path)!r} is neither an existing file nor a known trace ({', '.join(trace_names())})"
+        )
+    path = data_dir() / "traces" / TRACES[name_or_path].file
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"trace {name_or_path!r} should be at {path} but is not; set {DATA_ENV} to the directory "
+            f"holding traces/ if the data lives elsewhere"
+        )
+    return path

@@ -1,0 +1,561 @@
+"""Trace readers: Mooncake, Alibaba Bailian, Azure LLM inference CSV and TraceLab rounds -> Workload.
+
+``load_trace("mooncake-conversation")`` (a catalog name) or ``load_trace("some/file.jsonl.gz")``
+(a path; the format is detected from the content unless ``format=`` says it) returns a validated
+:class:`~smetric.workload.Workload`. ``read_trace`` returns the same plus what was skipped.
+
+How each format maps onto the Workload:
+
+- **mooncake** (jsonl): ``timestamp`` ms -> s, 512-token chained ``hash_ids``; no sessions, so they
+  are inferred from the hashes (:mod:`smetric.workload.sessions`); ``gap`` is arrival-to-arrival.
+- **bailian** (jsonl): ``timestamp`` s, 16-token ``hash_ids``; the session is the root of the
+  ``parent_chat_id`` chain and ``turn`` the depth in it. A request whose parent is not in the file
+  (the trace window cut it off) becomes a session root that keeps the file's turn (1-based there,
+  0-based here); these are counted in ``LoadedTrace.orphans``. ``gap`` is arrival-to-arrival (the
+  format has no completion times, so it includes the parent's service time).
+- **azure** (CSV ``TIMESTAMP,ContextTokens,GeneratedTokens``): wall clock with 100 ns precision
+  -> s from the first request; no hashes, so every request gets fresh blocks and its own session.
+- **tracelab** (jsonl, one LLM round per line): arrival is the last user message / tool result
+  that fed the round, the parent is the session's previous round, and ``gap`` runs from the
+  parent's last logged event (its completion) to this arrival, clipped at 0. A round shares its
+  first ``prefix_tokens // block_size`` blocks with the previous round (at most the previous
+  round's full blocks); the rest, and a session's first round, get fresh blocks.
+
+Every prompt carries ``ceil(input_len / block_size)`` block ids; a short hash list is padded with
+fresh ids above every id in the file. Bad input raises :class:`TraceFormatError` naming the file,
+line and field; ``on_error="skip"`` leaves bad lines out instead, warns with
+:class:`TraceSkipWarning` and lists them in ``LoadedTrace.skipped``. A truncated gzip stream, an
+empty file, a bad CSV header and a TraceLab round that arrives before its session's previous
+round are fatal either way.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+import os
+import warnings
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .catalog import TRACES, trace_path
+from .core import Workload, n_blocks_for
+from .errors import TraceFormatError, TraceSkipWarning
+from .sessions import arrival_gaps, chain_sessions, infer_parents
+
+__all__ = ["FORMATS", "NATIVE_BLOCK_SIZE", "LoadedTrace", "detect_format", "read_trace", "load_trace"]
+
+FORMATS = ("mooncake", "bailian", "azure", "tracelab")
+NATIVE_BLOCK_SIZE = {"mooncake": 512, "bailian": 16}  # formats that carry hashes
+DEFAULT_BLOCK_SIZE = 16  # for formats without hashes (fresh ids only)
+AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
+TRACELAB_INPUT_EVENTS = ("user_message", "tool_result")
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class LoadedTrace:
+    """A trace read into a Workload, with what could not be kept.
+
+    Attributes:
+        workload: the validated workload.
+        path: the file read.
+        format: one of :data:`FORMATS`.
+        skipped: one :class:`TraceFormatError` per line left out (``on_error="skip"`` only).
+        orphans: requests whose parent is not in the file (Bailian), kept as session roots.
+    """
+
+    workload: Workload
+    path: Path
+    format: str
+    skipped: tuple[TraceFormatError, ...] = ()
+    orphans: int = 0
+
+    @property
+    def n_skipped(self) -> int:
+        """Number of bad lines left out."""
+        return len(self.skipped)
+
+
+# ---------------------------------------------------------------------------------------- reading
+class _BadField(Exception):
+    """Raised inside a line parser; turned into a TraceFormatError with the file and line."""
+
+    def __init__(self, field: str | None, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.problem = problem
+
+
+class _Lines:
+    """The non-blank lines of a (possibly gzipped) text file, and the bad ones that were skipped."""
+
+    def __init__(self, path: Path, on_error: str) -> None:
+        self.path = path
+        self.on_error = on_error
+        self.skipped: list[TraceFormatError] = []
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        with open(self.path, "rb") as fh:
+            gzipped = fh.read(2) == b"\x1f\x8b"
+        lineno = 0
+        try:
+            with (gzip.open(self.path, "rb") if gzipped else open(self.path, "rb")) as fh:
+                for lineno, raw in enumerate(fh, 1):
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        self.bad(lineno, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                        continue
+                    if text.strip():
+                        yield lineno, text
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise TraceFormatError(
+                self.path, lineno + 1, None, f"truncated or corrupt gzip stream ({exc}); the data stops here"
+            ) from exc
+
+    def bad(self, line: int, field: str | None, problem: str) -> None:
+        """Raise, or record and go on, depending on ``on_error``."""
+        err = TraceFormatError(self.path, line, field, problem)
+        if self.on_error == "raise":
+            raise err
+        self.skipped.append(err)
+
+    def check_not_empty(self, n_rows: int) -> None:
+        """Fail when nothing was read: an empty file, or every line bad."""
+        if n_rows:
+            return
+        if self.skipped:
+            raise TraceFormatError(self.path, self.skipped[-1].line, None,
+                                   f"no valid requests: all {len(self.skipped)} lines were bad")
+        raise TraceFormatError(self.path, 1, None, "file is empty (no requests)")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_object(text: str) -> dict:
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _BadField(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(rec, dict):
+        raise _BadField(None, f"a line must be a JSON object, got {type(rec).__name__}")
+    return rec
+
+
+def _field(rec: dict, name: str) -> object:
+    if name not in rec:
+        raise _BadField(name, "missing")
+    return rec[name]
+
+
+def _int(rec: dict, name: str, minimum: int = 0) -> int:
+    value = _field(rec, name)
+    if type(value) is not int:
+        raise _BadField(name, f"must be an integer, got {_short(value)}")
+    if value < minimum:
+        raise _BadField(name, f"is negative ({value})" if minimum == 0 else f"must be >= {minimum}, got {value}")
+    if value > _INT64_MAX:
+        raise _BadField(name, f"{value} does not fit in 64 bits")
+    return value
+
+
+def _number(rec: dict, name: str) -> float:
+    value = _field(rec, name)
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise _BadField(name, f"must be a finite number, got {_short(value)}")
+    return float(value)
+
+
+def _text(rec: dict, name: str) -> str:
+    value = _field(rec, name)
+    if not isinstance(value, str):
+        raise _BadField(name, f"must be a string, got {_short(value)}")
+    return value
+
+
+def _hash_ids(rec: dict, input_len: int, block_size: int) -> list[int]:
+    value = _field(rec, "hash_ids")
+    if not isinstance(value, list) or (value and set(map(type, value)) != {int}):
+        raise _BadField("hash_ids", f"must be a list of integers, got {_short(value)}")
+    if value and (min(value) < _INT64_MIN or max(value) > _INT64_MAX):
+        raise _BadField("hash_ids", "an id does not fit in 64 bits")
+    allowed = -(-input_len // block_size)
+    if len(value) > allowed:
+        raise _BadField("hash_ids", f"has {len(value)} ids but input_length {input_len} allows at most "
+                                    f"{allowed} blocks of {block_size} tokens")
+    return value
+
+
+def _sorted_time(t: float, previous: float, unit: str) -> None:
+    if t < previous:
+        raise _BadField("timestamp", f"{t:g} {unit} is before the previous request's {previous:g} {unit}: "
+                                     f"the file must be sorted by time")
+
+
+def _clock_ns(text: str) -> int:
+    """Nanoseconds since the epoch of an ISO-8601 / ``YYYY-MM-DD hh:mm:ss.fffffff`` UTC time."""
+    stamp = text[:-1] if text.endswith("Z") else text
+    try:
+        moment = np.datetime64(stamp, "ns")
+    except ValueError:
+        moment = np.datetime64("NaT")
+    if np.isnat(moment):
+        raise ValueError(f"not a date-time: {_short(text)}")
+    return int(moment.astype(np.int64))
+
+
+# ---------------------------------------------------------------------------------------- blocks
+def _hashed_blocks(hash_lists: list[list[int]], input_len: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR block arrays from per-request hash lists, padding short lists with fresh unique ids."""
+    need = n_blocks_for(input_len, block_size)
+    have = np.fromiter((len(h) for h in hash_lists), dtype=np.int64, count=len(hash_lists))
+    real = np.fromiter(itertools.chain.from_iterable(hash_lists), dtype=np.int64, count=int(have.sum()))
+    offsets = np.zeros(len(need) + 1, dtype=np.int64)
+    np.cumsum(need, out=offsets[1:])
+    ids = np.empty(offsets[-1], dtype=np.int64)
+    real_pos = np.repeat(offsets[:-1], have) + np.arange(len(real)) - np.repeat(np.cumsum(have) - have, have)
+    ids[real_pos] = real
+    pad = np.ones(len(ids), dtype=bool)
+    pad[real_pos] = False
+    first_fresh = int(real.max()) + 1 if len(real) else 0
+    ids[pad] = first_fresh + np.arange(int(pad.sum()))
+    return offsets, ids
+
+
+def _fresh_blocks(input_len: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR block arrays where every block of every prompt is unique."""
+    offsets = np.zeros(len(input_len) + 1, dtype=np.int64)
+    np.cumsum(n_blocks_for(input_len, block_size), out=offsets[1:])
+    return offsets, np.arange(offsets[-1], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------- formats
+@dataclass
+class _Parsed:
+    """What a format reader hands back before sessions and blocks are settled."""
+
+    arrival: list[float]
+    input_len: list[int]
+    output_len: list[int]
+    hashes: list[list[int]] | None = None
+    parent: list[int] | None = None
+    root_turn: list[int] | None = None
+    gap: list[float] | None = None
+    shared_prefix_blocks: list[int] | None = None  # tracelab: blocks shared with the parent
+    orphans: int = 0
+
+
+def _parse_mooncake(lines: _Lines) -> _Parsed:
+    out = _Parsed([], [], [], hashes=[])
+    previous = -math.inf
+    for lineno, text in lines:
+        try:
+            rec = _json_object(text)
+            t = _number(rec, "timestamp")
+            inp = _int(rec, "input_length")
+            outp = _int(rec, "output_length")
+            hashes = _hash_ids(rec, inp, NATIVE_BLOCK_SIZE["mooncake"])
+            _sorted_time(t, previous, "ms")
+        except _BadField as bad:
+            lines.bad(lineno, bad.field, bad.problem)
+            continue
+        previous = t
+        out.arrival.append(t / 1000.0)
+        out.input_len.append(inp)
+        out.output_len.append(outp)
+        out.hashes.append(hashes)
+    return out
+
+
+def _parse_bailian(lines: _Lines) -> _Parsed:
+    out = _Parsed([], [], [], hashes=[], parent=[], root_turn=[])
+    previous = -math.inf
+    row_of: dict[int, int] = {}  # chat_id -> row
+    line_of: dict[int, int] = {}  # chat_id -> line
+    awaited: dict[int, int] = {}  # parent_chat_id not seen yet -> first line naming it
+    for lineno, text in lines:
+        try:
+            rec = _json_object(text)
+            chat = _int(rec, "chat_id")
+            parent_chat = _int(rec, "parent_chat_id", minimum=-1)
+            t = _number(rec, "timestamp")
+            inp = _int(rec, "input_length")
+            outp = _int(rec, "output_length")
+            _text(rec, "type")
+            turn = _int(rec, "turn", minimum=1)
+            hashes = _hash_ids(rec, inp, NATIVE_BLOCK_SIZE["bailian"])
+            _sorted_time(t, previous, "s")
+            if chat in row_of:
+                raise _BadField("chat_id", f"duplicate chat_id {chat} (first on line {line_of[chat]})")
+            if chat in awaited:
+                raise _BadField("chat_id", f"chat_id {chat} is the parent of line {awaited[chat]}, which comes "
+                                           f"earlier: a parent must precede its follow-ups")
+            if parent_chat == chat:
+                raise _BadField("parent_chat_id", f"request {chat} names itself as its parent")
+        except _BadField as bad:
+            lines.bad(lineno, bad.field, bad.problem)
+            continue
+        previous = t
+        row_of[chat] = len(out.arrival)
+        line_of[chat] = lineno
+        parent = row_of.get(parent_chat, -1)
+        if parent_chat >= 0 and parent < 0:
+            awaited.setdefault(parent_chat, lineno)
+            out.orphans += 1
+        out.arrival.append(t)
+        out.input_len.append(inp)
+        out.output_len.append(outp)
+        out.hashes.append(hashes)
+        out.parent.append(parent)
+        out.root_turn.append(turn - 1)
+    return out
+
+
+def _parse_azure(lines: _Lines) -> _Parsed:
+    out = _Parsed([], [], [])
+    clock: list[int] = []
+    rows = iter(lines)
+    first = next(rows, None)
+    if first is None:
+        lines.check_not_empty(0)
+    lineno, header = first
+    if header.strip() != AZURE_HEADER:
+        raise TraceFormatError(lines.path, lineno, "header", f"expected {AZURE_HEADER!r}, got {_short(header.strip())}")
+    previous = -1 << 62
+    for lineno, text in rows:
+        try:
+            cells = [c.strip() for c in text.rstrip("\r\n").split(",")]
+            if len(cells) != 3:
+                raise _BadField(None, f"expected 3 comma-separated fields, got {len(cells)}")
+            rec = dict(zip(AZURE_HEADER.split(","), cells))
+            try:
+                ns = _clock_ns(rec["TIMESTAMP"])
+            except ValueError as exc:
+                raise _BadField("TIMESTAMP", str(exc)) from None
+            lengths = []
+            for name in ("ContextTokens", "GeneratedTokens"):
+                try:
+                    rec[name] = int(rec[name])
+                except ValueError:
+                    raise _BadField(name, f"must be an integer, got {_short(rec[name])}") from None
+                lengths.append(_int(rec, name))
+            if ns < previous:
+                raise _BadField("TIMESTAMP", f"{rec['TIMESTAMP']} is before the previous request's time: "
+                                             f"the file must be sorted by time")
+        except _BadField as bad:
+            lines.bad(lineno, bad.field, bad.problem)
+            continue
+        previous = ns
+        clock.append(ns)
+        out.input_len.append(lengths[0])
+        out.output_len.append(lengths[1])
+    t = np.asarray(clock, dtype=np.int64)
+    out.arrival = list((t - t[0]) / 1e9) if len(t) else []
+    return out
+
+
+def _tracelab_times(rec: dict) -> tuple[int, int]:
+    """(arrival, completion) of one round in ns: its last input event, its last own event."""
+    events = _field(rec, "timing_events")
+    if not isinstance(events, list) or not events:
+        raise _BadField("timing_events", f"must be a non-empty list of events, got {_short(events)}")
+    inputs, own = [], []
+    for k, event in enumerate(events):
+        kind = event.get("event_type") if isinstance(event, dict) else None
+        stamp = event.get("timestamp") if isinstance(event, dict) else None
+        if not isinstance(kind, str) or not isinstance(stamp, str):
+            raise _BadField("timing_events", f"event {k} needs a string event_type and timestamp, got {_short(event)}")
+        try:
+            ns = _clock_ns(stamp)
+        except ValueError as exc:
+            raise _BadField("timing_events", f"event {k}: {exc}") from None
+        (inputs if kind in TRACELAB_INPUT_EVENTS else own).append(ns)
+    arrival = max(inputs) if inputs else min(own)
+    return arrival, max(own) if own else arrival
+
+
+def _parse_tracelab(lines: _Lines, block_size: int) -> _Parsed:
+    rounds = []  # (arrival ns, completion ns, session, round, input, prefix, output, line)
+    seen: dict[tuple[str, int], int] = {}
+    for lineno, text in lines:
+        try:
+            rec = _json_object(text)
+            session = _text(rec, "session_id")
+            index = _int(rec, "round_index")
+            inp = _int(rec, "input_tokens_total")
+            prefix = _int(rec, "prefix_tokens")
+            outp = _int(rec, "output_tokens")
+            if prefix > inp:
+                raise _BadField("prefix_tokens", f"{prefix} exceeds input_tokens_total {inp}")
+            arrival, completion = _tracelab_times(rec)
+            if (session, index) in seen:
+                raise _BadField("round_index", f"round {index} of session {session!r} already on line "
+                                               f"{seen[session, index]}")
+        except _BadField as bad:
+            lines.bad(lineno, bad.field, bad.problem)
+            continue
+        seen[session, index] = lineno
+        rounds.append((arrival, completion, session, index, inp, prefix, outp, lineno))
+    out = _Parsed([], [], [], parent=[], gap=[], shared_prefix_blocks=[])
+    if not rounds:
+        return out
+    # Parent = previous round of the session; every parent must arrive no later than its child.
+    previous_round: dict[int, int] = {}  # line of a round -> line of its session's previous round
+    by_session = sorted(rounds, key=lambda r: (r[2], r[3]))
+    for before, after in zip(by_session, by_session[1:]):
+        if before[2] == after[2]:
+            if after[0] < before[0]:
+                raise TraceFormatError(lines.path, after[7], "timing_events",
+                                       f"round {after[3]} arrives before round {before[3]} (line {before[7]}) "
+                                       f"of the same session")
+            previous_round[after[7]] = before[7]
+    t0 = min(r[0] for r in rounds)
+    row_of_line: dict[int, int] = {}
+    by_line = {r[7]: r for r in rounds}
+    for row, r in enumerate(sorted(rounds, key=lambda r: (r[0], r[3], r[7]))):
+        arrival, _, _, _, inp, prefix, outp, line = r
+        row_of_line[line] = row
+        parent_line = previous_round.get(line)
+        out.arrival.append((arrival - t0) / 1e9)
+        out.input_len.append(inp)
+        out.output_len.append(outp)
+        if parent_line is None:
+            out.parent.append(-1)
+            out.gap.append(0.0)
+            out.shared_prefix_blocks.append(0)
+        else:
+            p = by_line[parent_line]
+            out.parent.append(row_of_line[parent_line])
+            out.gap.append(max(arrival - p[1], 0) / 1e9)
+            out.shared_prefix_blocks.append(min(prefix // block_size, p[4] // block_size))
+    return out
+
+
+def _tracelab_blocks(parsed: _Parsed, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fresh blocks, then each round's first shared blocks copied from its parent (parents come first)."""
+    offsets, ids = _fresh_blocks(np.asarray(parsed.input_len, dtype=np.int64), block_size)
+    for row, (parent, shared) in enumerate(zip(parsed.parent, parsed.shared_prefix_blocks)):
+        if parent >= 0 and shared:
+            ids[offsets[row]:offsets[row] + shared] = ids[offsets[parent]:offsets[parent] + shared]
+    return offsets, ids
+
+
+# ---------------------------------------------------------------------------------------- API
+def detect_format(path: str | os.PathLike) -> str:
+    """The format of a trace file, from its first readable line (CSV header or JSON fields)."""
+    path = Path(path)
+    lines = _Lines(path, on_error="skip")
+    first_line = None
+    if ".csv" in path.suffixes:
+        return "azure"
+    for lineno, text in lines:
+        first_line = first_line or lineno
+        if text.strip().startswith("TIMESTAMP,"):
+            return "azure"
+        try:
+            keys = set(_json_object(text))
+        except _BadField:
+            continue
+        if "chat_id" in keys and "parent_chat_id" in keys:
+            return "bailian"
+        if "session_id" in keys and "round_index" in keys:
+            return "tracelab"
+        if "hash_ids" in keys and "timestamp" in keys:
+            return "mooncake"
+        raise TraceFormatError(path, lineno, None, f"cannot tell the trace format from the fields "
+                                                   f"{sorted(keys)}; pass format= one of {FORMATS}")
+    if first_line is None and not lines.skipped:
+        raise TraceFormatError(path, 1, None, "file is empty (no requests)")
+    raise TraceFormatError(path, first_line or 1, None, "no line is valid JSON or a known CSV header; "
+                                                        f"cannot detect the format (pass format= one of {FORMATS})")
+
+
+def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error: str = "raise",
+               block_size: int | None = None, infer_sessions: bool | None = None,
+               name: str | None = None) -> LoadedTrace:
+    """Read a trace (catalog name or path) into a :class:`LoadedTrace`.
+
+    Args:
+        source: a name from :data:`smetric.workload.catalog.TRACES` or a file path (gzip or plain).
+        format: one of :data:`FORMATS`; detected from the content when omitted.
+        on_error: ``"raise"`` (default) or ``"skip"`` (leave bad lines out, warn, list them).
+        block_size: tokens per block. Hashed formats use their native size (Mooncake 512,
+            Bailian 16) and coarsen to a multiple of it if asked; others default to 16.
+        infer_sessions: infer sessions from the hashes (default: only for Mooncake, which has no
+            session ids; ``True`` on Bailian ignores its chat ids, e.g. to test the heuristic).
+        name: the workload's label (default: the catalog name or the file name).
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    path = trace_path(source)
+    if format is None:
+        format = TRACES[source].format if isinstance(source, str) and source in TRACES else detect_format(path)
+    if format not in FORMATS:
+        raise ValueError(f"unknown trace format {format!r}; known formats: {', '.join(FORMATS)}")
+    if infer_sessions is None:
+        infer_sessions = format == "mooncake"
+    if infer_sessions and format not in NATIVE_BLOCK_SIZE:
+        raise ValueError(f"{format} traces carry no block hashes to infer sessions from")
+    native = NATIVE_BLOCK_SIZE.get(format)
+    size = block_size if block_size is not None else native or DEFAULT_BLOCK_SIZE
+    if not isinstance(size, (int, np.integer)) or size <= 0 or (native and size % native):
+        need = f"a multiple of {format}'s native {native}" if native else "a positive integer"
+        raise ValueError(f"block_size must be {need}, got {block_size!r}")
+    if name is None:
+        name = source if isinstance(source, str) and source in TRACES else path.name.split(".")[0]
+
+    lines = _Lines(path, on_error)
+    if format == "tracelab":
+        parsed = _parse_tracelab(lines, size)
+    else:
+        parsed = {"mooncake": _parse_mooncake, "bailian": _parse_bailian, "azure": _parse_azure}[format](lines)
+    lines.check_not_empty(len(parsed.arrival))
+
+    arrival = np.asarray(parsed.arrival, dtype=np.float64)
+    input_len = np.asarray(parsed.input_len, dtype=np.int64)
+    if native:
+        offsets, ids = _hashed_blocks(parsed.hashes, input_len, native)
+    elif format == "tracelab":
+        offsets, ids = _tracelab_blocks(parsed, size)
+    else:
+        offsets, ids = _fresh_blocks(input_len, size)
+    if infer_sessions:
+        parent, root_turn = infer_parents(offsets, ids), None
+    elif parsed.parent is not None:
+        parent, root_turn = np.asarray(parsed.parent, dtype=np.int64), parsed.root_turn
+    else:
+        parent, root_turn = np.full(len(arrival), -1, dtype=np.int64), None
+    session, turn = chain_sessions(parent, root_turn)
+    gap = arrival_gaps(arrival, parent) if parsed.gap is None or infer_sessions else parsed.gap
+    workload = Workload(arrival=arrival, input_len=input_len, output_len=parsed.output_len, session=session,
+                        turn=turn, parent=parent, gap=gap, block_offsets=offsets, block_ids=ids,
+                        block_size=native or size, name=name)
+    if native and size != native:
+        workload = workload.coarsen(size)
+    orphans = 0 if infer_sessions else parsed.orphans
+    if lines.skipped:
+        first = lines.skipped[0]
+        warnings.warn(TraceSkipWarning(
+            f"{path}: skipped {len(lines.skipped)} bad line(s); first: line {first.line}: {first.problem}"
+        ), stacklevel=2)
+    if orphans:
+        warnings.warn(TraceSkipWarning(
+            f"{path}: {orphans} request(s) name a parent that is not in the file; they start new sessions"
+        ), stacklevel=2)
+    return LoadedTrace(workload=workload, path=path, format=format, skipped=tuple(lines.skipped), orphans=orphans)
+
+
+def load_trace(source: str | os.PathLike, **options) -> Workload:
+    """The :class:`Workload` of a trace (catalog name or path); options as in :func:`read_trace`."""
+    return read_trace(source, **options).workload
