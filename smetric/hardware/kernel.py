@@ -9,6 +9,17 @@ An engine iteration is summarised by four numbers:
 * ``prefill_attn``  -- sum over prefill chunks of ``c * (p + c / 2)`` (c new tokens over p already-cached ones);
 * ``decode_ctx``    -- sum of the context lengths of the decode sequences (KV read by decode attention);
 * ``n_decode``      -- number of decode sequences.
+
+All coefficients are totals over the model's layers for one TP group (seconds unless noted):
+
+    t = overhead + smoothmax(weights, gemm) + (elementwise + all-reduce) * n_tokens
+        + attn_prefill * prefill_attn + attn_decode * decode_ctx + per_decode * n_decode
+
+with ``weights = lin_mem + moe_mem * (1 - (1 - moe_frac) ** n_tokens)`` (MoE experts touched by the
+batch), ``gemm = lin_per_token * (n_tokens + half_eff_tokens)`` and
+``smoothmax(a, b) = (a**s + b**s) ** (1/s)`` with ``s = roof_sharpness``.
+Prefill attention is modelled as compute-bound; a tiny chunk over a long cached prefix (which is
+bound by reading that prefix's KV) is under-estimated.
 """
 
 from __future__ import annotations
@@ -16,33 +27,44 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Coefficient layout (seconds unless noted). PerfModel.coefficients() fills it.
-C_OVERHEAD = 0        # fixed per-iteration overhead (scheduling, launch, sampling)
-C_LIN_MEM = 1         # time to stream the (dense) weights once: memory floor of the linear layers
-C_LIN_PER_TOKEN = 2   # compute time per token through the linear layers at full efficiency
+# Coefficient layout. PerfModel.coefficients() fills it.
+C_OVERHEAD = 0        # fixed per-iteration time: CPU overhead, kernel floors, all-reduce latency, LM-head weights
+C_LIN_MEM = 1         # time to stream the dense (non-expert) layer weights once
+C_LIN_PER_TOKEN = 2   # GEMM time per token at the asymptotic compute efficiency
 C_ATTN_PREFILL = 3    # seconds per unit of prefill_attn (token^2)
 C_ATTN_DECODE = 4     # seconds per context token read by decode attention
-C_PER_DECODE = 5      # per decode-sequence cost (sampling, bookkeeping)
+C_PER_DECODE = 5      # per decode-sequence cost (attention setup, LM-head GEMM row)
 C_ALLREDUCE_PER_TOKEN = 6  # TP all-reduce seconds per token (0 at TP 1)
-C_HALF_EFF_TOKENS = 7  # tokens at which linear compute efficiency reaches half its peak (ramp)
-C_MOE_EXPERT_FRAC = 8  # MoE: fraction of expert weights touched per token (active/total experts); 0 = dense
-C_MOE_MEM = 9          # MoE: time to stream all expert weights once
-N_COEF = 10
+C_HALF_EFF_TOKENS = 7  # tokens at which GEMM efficiency reaches half its asymptote (ramp)
+C_MOE_EXPERT_FRAC = 8  # MoE: fraction of expert weights one token touches (active/total experts); 0 = dense
+C_MOE_MEM = 9          # MoE: time to stream all routed-expert weights once
+C_ELEM_PER_TOKEN = 10  # element-wise ops (norms, residual, rope, activation) seconds per token
+C_ROOF_SHARPNESS = 11  # exponent of the smooth roofline max (>= 1)
+N_COEF = 12
+
+
+@njit(cache=True)
+def smooth_max(a, b, sharpness):
+    """``(a**s + b**s) ** (1/s)`` for ``a, b >= 0`` without overflow; tends to ``max(a, b)`` as ``s`` grows."""
+    m = max(a, b)
+    if m <= 0.0:
+        return 0.0
+    return m * ((a / m) ** sharpness + (b / m) ** sharpness) ** (1.0 / sharpness)
 
 
 @njit(cache=True)
 def linear_time_nb(coef, n_tokens):
-    """Linear-layer time for ``n_tokens`` tokens: roofline of weight streaming vs compute."""
+    """Linear-layer time for ``n_tokens`` tokens: smooth roofline of weight streaming vs GEMM compute."""
     if n_tokens <= 0:
         return 0.0
-    # compute efficiency n / (n + n_half): time = per_token * n / eff = per_token * (n + n_half)
-    compute = coef[C_LIN_PER_TOKEN] * (n_tokens + coef[C_HALF_EFF_TOKENS])
     mem = coef[C_LIN_MEM]
     if coef[C_MOE_EXPERT_FRAC] > 0.0:
-        # expected fraction of experts touched by n_tokens tokens, each picking a fraction f
+        # expected fraction of experts touched when each of n_tokens tokens picks a fraction f of them
         touched = 1.0 - (1.0 - coef[C_MOE_EXPERT_FRAC]) ** n_tokens
         mem += coef[C_MOE_MEM] * touched
-    return max(compute, mem) + coef[C_ALLREDUCE_PER_TOKEN] * n_tokens
+    compute = coef[C_LIN_PER_TOKEN] * (n_tokens + coef[C_HALF_EFF_TOKENS])
+    per_token = coef[C_ELEM_PER_TOKEN] + coef[C_ALLREDUCE_PER_TOKEN]
+    return smooth_max(mem, compute, coef[C_ROOF_SHARPNESS]) + per_token * n_tokens
 
 
 @njit(cache=True)
@@ -77,4 +99,5 @@ def example_coefficients() -> np.ndarray:
     c[C_ATTN_DECODE] = 131072 / 2.0e12
     c[C_PER_DECODE] = 1e-5
     c[C_HALF_EFF_TOKENS] = 64.0
+    c[C_ROOF_SHARPNESS] = 8.0
     return c

@@ -1,0 +1,85 @@
+"""GPU specifications: bf16 dense FLOP/s, memory capacity and bandwidth, NVLink and host-link bandwidth.
+
+Values are the vendor datasheet figures collected in ``shared/reference/perfmodel.md`` (section 3.3,
+3.4). Memory capacity is the datasheet "GB" figure read as GiB, which is what the driver reports for
+these parts to within 1 %. Link bandwidths are nominal, per direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GPUSpec", "GPUS", "get_gpu", "gpu_names"]
+
+_GIB = 2**30
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU model.
+
+    Attributes:
+        name: canonical short name (``a100``, ``h100`` ...).
+        label: human-readable product name.
+        bf16_flops: dense (no sparsity) bf16 tensor-core FLOP/s.
+        mem_bytes: device memory capacity (bytes).
+        mem_bw: device memory bandwidth (bytes/s).
+        nvlink_bw: NVLink bandwidth per direction per GPU (bytes/s); 0 for PCIe-only parts.
+        host_link_bw: GPU <-> host link bandwidth per direction (bytes/s), nominal PCIe.
+    """
+
+    name: str
+    label: str
+    bf16_flops: float
+    mem_bytes: float
+    mem_bw: float
+    nvlink_bw: float
+    host_link_bw: float
+
+    def __post_init__(self) -> None:
+        for field_name in ("bf16_flops", "mem_bytes", "mem_bw", "host_link_bw"):
+            if not getattr(self, field_name) > 0:
+                raise ValueError(f"GPUSpec {self.name!r}: {field_name} must be > 0, got {getattr(self, field_name)}")
+        if self.nvlink_bw < 0:
+            raise ValueError(f"GPUSpec {self.name!r}: nvlink_bw must be >= 0, got {self.nvlink_bw}")
+
+    @property
+    def tp_link_bw(self) -> float:
+        """Bandwidth used by tensor-parallel all-reduce: NVLink if present, else the PCIe host link."""
+        return self.nvlink_bw if self.nvlink_bw > 0 else self.host_link_bw
+
+    @property
+    def ridge_tokens(self) -> float:
+        """FLOP per byte at which a bf16 GEMM turns compute-bound (= tokens per iteration of the knee)."""
+        return self.bf16_flops / self.mem_bw
+
+
+_PCIE4 = 31.5e9
+_PCIE5 = 63e9
+
+GPUS: dict[str, GPUSpec] = {g.name: g for g in (
+    GPUSpec("a100", "A100-80G SXM", 312e12, 80 * _GIB, 2.039e12, 300e9, _PCIE4),
+    GPUSpec("h100", "H100-80G SXM", 989e12, 80 * _GIB, 3.35e12, 450e9, _PCIE5),
+    GPUSpec("h800", "H800-80G SXM", 989e12, 80 * _GIB, 3.35e12, 200e9, _PCIE5),
+    GPUSpec("h20", "H20-96G", 148e12, 96 * _GIB, 4.0e12, 450e9, _PCIE5),
+    GPUSpec("h200", "H200-141G SXM", 989e12, 141 * _GIB, 4.8e12, 450e9, _PCIE5),
+    GPUSpec("l20", "L20-48G", 119.5e12, 48 * _GIB, 864e9, 0.0, _PCIE4),
+    # bf16 dense tensor throughput of the RTX PRO 6000 Blackwell Server Edition: ~500 TFLOPS [mem];
+    # bandwidth from LLMServingSim's config (1.597 TB/s).
+    GPUSpec("rtx-pro-6000", "RTX PRO 6000 Blackwell Server", 503.8e12, 96 * _GIB, 1.597e12, 0.0, _PCIE5),
+)}
+
+
+def gpu_names() -> list[str]:
+    """Canonical GPU names, in table order."""
+    return list(GPUS)
+
+
+def get_gpu(name: str | GPUSpec) -> GPUSpec:
+    """Look a GPU up by canonical name (case-insensitive); a GPUSpec is returned unchanged."""
+    if isinstance(name, GPUSpec):
+        return name
+    key = str(name).strip().lower()
+    if key not in GPUS:
+        raise ValueError(f"unknown GPU {name!r}; valid names: {', '.join(GPUS)}")
+    return GPUS[key]
