@@ -1,64 +1,17 @@
 """The policy registry: names, parameters and defaults, sources; building the numeric vectors the engine needs.
 
-Adding a policy = one module with an ``@njit choose(...)`` (see :mod:`smetric.policies.base`),
-one ``register(PolicySpec(...))`` line below, and one branch in :mod:`smetric.policies.dispatch`.
+Adding a policy = one module with an ``@njit choose(...)`` and its :class:`PolicySpec` (see
+:mod:`smetric.policies.base` and :mod:`smetric.policies.spec`), one ``register(...)`` line below,
+and one branch in :mod:`smetric.policies.dispatch`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+import pandas as pd
 
-import numpy as np
-
-from .base import PolicyContext
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """A routing policy as the registry knows it.
-
-    ``params`` maps each parameter name to its default, in the order of the numeric vector;
-    a string-valued parameter lists its allowed values in ``choices`` and is encoded as the
-    value's index. ``constants(ctx)`` returns cluster constants appended after the named
-    parameters; ``state_size(ctx)`` the length of the policy's float64 state vector.
-    """
-
-    name: str
-    pid: int
-    summary: str
-    source: str
-    signals: str
-    params: dict = field(default_factory=dict)
-    choices: dict = field(default_factory=dict)
-    constants: Callable[[PolicyContext], list] = lambda ctx: []
-    state_size: Callable[[PolicyContext], int] = lambda ctx: 0
-
-    def resolve(self, overrides: dict | None = None) -> dict:
-        """Defaults updated with ``overrides``; unknown names and bad values raise ``ValueError``."""
-        values = dict(self.params)
-        for key, val in (overrides or {}).items():
-            key = key.replace("-", "_")
-            if key not in values:
-                raise ValueError(f"policy {self.name!r} has no parameter {key!r}; it has {sorted(values)}")
-            if key in self.choices:
-                if str(val) not in self.choices[key]:
-                    raise ValueError(f"{self.name}.{key} must be one of {self.choices[key]}, got {val!r}")
-                values[key] = str(val)
-            else:
-                try:
-                    values[key] = float(val)
-                except (TypeError, ValueError):
-                    raise ValueError(f"{self.name}.{key} must be a number, got {val!r}") from None
-        return values
-
-    def build(self, ctx: PolicyContext, overrides: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The ``(params, state)`` vectors for one run."""
-        values = self.resolve(overrides)
-        vec = [float(self.choices[k].index(v)) if k in self.choices else float(v) for k, v in values.items()]
-        vec += [float(c) for c in self.constants(ctx)]
-        return np.asarray(vec, dtype=np.float64), np.zeros(int(self.state_size(ctx)), dtype=np.float64)
-
+from . import aibrix, affinity, bailian, dynamo, llmd, lmetric, load_only, mooncake, preble, sglang
+from . import smetric_policy, vllm_router
+from .spec import PolicySpec
 
 _REGISTRY: dict[str, PolicySpec] = {}
 
@@ -84,11 +37,26 @@ def available() -> list[PolicySpec]:
     return sorted(_REGISTRY.values(), key=lambda s: s.pid)
 
 
+def describe(names: list[str] | None = None) -> pd.DataFrame:
+    """One row per (policy, parameter): default, allowed values, summary, source and signals."""
+    specs = [get(n) for n in names] if names else available()
+    return pd.DataFrame([row for spec in specs for row in spec.describe()])
+
+
 # ---- the registered policies (one line each)
-register(PolicySpec(
-    "round-robin", 0, "cycle through instances, ignoring state", "classic load-only baseline",
-    "none", state_size=lambda ctx: 1))
-register(PolicySpec(
-    "least-load", 1, "argmin of a load signal (ties: lowest index)", "classic load-only baseline",
-    "in-flight count, queued prefill tokens or running batch size (exact engine state)",
-    params={"signal": "in_flight"}, choices={"signal": ("in_flight", "queued_tokens", "batch_size")}))
+register(load_only.ROUND_ROBIN)
+register(load_only.LEAST_LOAD)
+register(load_only.POWER_OF_TWO)
+register(smetric_policy.SPEC)
+register(lmetric.SPEC)
+register(bailian.SPEC)
+register(dynamo.SPEC)
+register(sglang.SPEC)
+register(llmd.SPEC)
+register(vllm_router.PREFIX)
+register(vllm_router.SESSION)
+register(aibrix.SPEC)
+register(preble.SPEC)
+register(mooncake.SPEC)
+register(affinity.SESSION_STICKY)
+register(affinity.CACHE_AFFINITY)
