@@ -1,0 +1,318 @@
+"""Synthetic session workloads: agent sessions (calibrated to SMetric §3) and a chat preset.
+
+A session is one growing transcript. Its first request is a **shared system prompt** (one of a few,
+Zipf-popular across sessions) followed by the user's task; every later turn appends the previous
+reply plus a tool result or user message, so each prompt extends its parent's prompt + reply
+(append-only, as in SMetric Fig. 3). When a prompt would exceed ``max_context`` the agent
+*compacts*: the history is replaced by a ``compact_tokens`` summary after the system prompt (a
+fresh prefix: only the system prompt is reused by that turn).
+
+Block ids are chained prefix ids computed from that structure: a full block inside the system
+prompt is shared by every session using the prompt; a later full block is shared by every request
+of the same transcript (session and compaction epoch) that contains it; the trailing partial block
+of a prompt is fresh (its hash changes once the history grows). Lengths are drawn in tokens, so the
+same seed gives the same sessions at any ``block_size``; only the ids change.
+
+Timing. Sessions start as a Poisson process. Turn ``k+1`` of a session arrives at
+``arrival[k] + service_estimate[k] + gap[k+1]``, where ``gap`` is the tool/think time after the
+parent completed (stored in :attr:`Workload.gap`) and the service estimate is
+``uncached_tokens / est_prefill_tokens_per_s + output_len * est_tpot_s`` with ``uncached_tokens``
+the tokens beyond the parent's prompt + reply (beyond the system prompt for a first turn, the whole
+new prefix after a compaction). Gaps are a heavy-tailed mixture: log-normal tool time, or with
+probability ``user_gap_prob`` a log-normal user think time.
+
+Default block size: 512 tokens (Mooncake's). Agent prompts average ~34k tokens, so 16-token blocks
+would mean ~2,000 ids per request (2G ids for 1M requests); 512-token blocks keep it at ~70 per
+request, lose under 1.5 % of the reuse to block rounding, and coarsen exactly to any multiple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+from numba import njit
+from scipy import special
+
+from .core import Workload
+
+__all__ = [
+    "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "expected_turns", "session_rate", "synth_workload", "with_overrides",
+]
+
+
+@dataclass(frozen=True)
+class SessionWorkloadConfig:
+    """Parameters of the synthetic session generator (token counts are log-normal: median and sigma).
+
+    Defaults are the agent calibration (see :data:`AGENT`); :data:`CHAT` is the chat preset.
+    Exactly one of ``session_rate`` (sessions/s) and ``requests_per_minute`` (the paper's load is
+    43-48 requests per minute per instance) sets the arrival rate; with ``requests_per_minute`` the
+    session rate is that rate divided by the drawn sessions' mean number of turns.
+    """
+
+    # sessions and arrivals
+    session_rate: float | None = None
+    requests_per_minute: float | None = 45.0 * 32
+    turns_median: float = 2.0              # turns (requests) per session
+    turns_sigma: float = 1.5
+    max_turns: int = 1000
+    # shared system prompts
+    n_system_prompts: int = 8
+    system_prompt_median: float = 4200.0
+    system_prompt_sigma: float = 0.3
+    system_prompt_zipf: float = 1.0        # popularity of the k-th prompt ~ 1 / k**zipf
+    # prompt growth
+    first_input_median: float = 7000.0    # user task + context after the system prompt (turn 0)
+    first_input_sigma: float = 1.2
+    append_median: float = 150.0           # tool output / user message appended per follow-up
+    append_sigma: float = 1.3
+    max_context: int = 200_000             # compaction threshold (tokens)
+    compact_tokens: int = 12_000           # summary length after a compaction
+    # replies
+    output_median: float = 80.0
+    output_sigma: float = 1.9
+    max_output: int = 16_384
+    # tool / think gaps (s), measured from the parent's completion
+    tool_gap_median: float = 4.0
+    tool_gap_sigma: float = 1.0
+    user_gap_prob: float = 0.15
+    user_gap_median: float = 90.0
+    user_gap_sigma: float = 1.6
+    # service-time estimate used to place follow-ups in time
+    est_prefill_tokens_per_s: float = 10_000.0
+    est_tpot_s: float = 0.025
+    block_size: int = 512
+    name: str = "synthetic-agent"
+
+    def __post_init__(self) -> None:
+        if (self.session_rate is None) == (self.requests_per_minute is None):
+            raise ValueError("set exactly one of session_rate and requests_per_minute, got "
+                             f"session_rate={self.session_rate!r}, requests_per_minute={self.requests_per_minute!r}")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "name" or v is None:
+                continue
+            if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
+                ok = v >= 0
+            elif f.name == "user_gap_prob":
+                ok = 0 <= v <= 1
+            else:
+                ok = v > 0
+            if not (ok and np.isfinite(v)):
+                raise ValueError(f"SessionWorkloadConfig.{f.name} is out of range: {v!r}")
+        for f in ("max_turns", "n_system_prompts", "max_context", "compact_tokens", "max_output", "block_size"):
+            if int(getattr(self, f)) != getattr(self, f):
+                raise ValueError(f"SessionWorkloadConfig.{f} must be an integer, got {getattr(self, f)!r}")
+        if self.compact_tokens >= self.max_context:
+            raise ValueError(f"compact_tokens ({self.compact_tokens}) must be below max_context ({self.max_context})")
+
+
+#: Agentic-coder sessions calibrated to SMetric §3 (reuse > 80 %, > 65 % intra-session, first turns
+#: 18-20 %, ~90 % of reuses within 100 s, top 25 % of sessions > 80 % of tokens) and to the
+#: agentic-coder lengths of the related trace (input mean ~33.6k, p50 ~20k, p90 ~88k; output mean
+#: ~445, p50 ~80); at 45 requests per minute per instance on 32 instances.
+AGENT = SessionWorkloadConfig()
+
+#: Chat sessions: few turns, ~1k-token prompts and ~400-token replies, user think times of minutes;
+#: reuse lands in the 54-62 % band of the public Bailian chat traces. 16-token blocks (Bailian's).
+CHAT = SessionWorkloadConfig(
+    requests_per_minute=360.0, turns_median=1.3, turns_sigma=0.9,
+    n_system_prompts=20, system_prompt_median=300.0, system_prompt_sigma=0.5,
+    first_input_median=420.0, first_input_sigma=1.0,
+    append_median=180.0, append_sigma=1.1, max_context=32_000, compact_tokens=2_000,
+    output_median=330.0, output_sigma=0.6, max_output=4_096,
+    tool_gap_median=60.0, tool_gap_sigma=1.0, user_gap_prob=0.0,
+    est_prefill_tokens_per_s=10_000.0, est_tpot_s=0.025, block_size=16, name="synthetic-chat",
+)
+
+
+# ---------------------------------------------------------------------------- numba kernels
+@njit(cache=True)
+def _session_timeline(turn_offsets, system_len, first_input, append, output, gap, start,
+                      max_context, compact_tokens, prefill_tps, tpot):
+    """Walk every session's turns: prompt length, arrival, and compaction epoch of each request."""
+    n = turn_offsets[-1]
+    input_len = np.empty(n, dtype=np.int64)
+    arrival = np.empty(n, dtype=np.float64)
+    epoch = np.empty(n, dtype=np.int64)
+    epoch_blocks_tokens = np.empty(n, dtype=np.int64)  # longest prompt of each epoch (<= n epochs)
+    e = -1
+    for s in range(len(turn_offsets) - 1):
+        sys_len = system_len[s]
+        t = start[s]
+        length = 0
+        service = 0.0
+        for r in range(turn_offsets[s], turn_offsets[s + 1]):
+            if r == turn_offsets[s]:
+                length = min(sys_len + first_input[s], max_context)
+                uncached = length - sys_len
+                e += 1
+                epoch_blocks_tokens[e] = 0
+            else:
+                t += service + gap[r]
+                length += output[r - 1] + append[r]
+                uncached = output[r - 1] + append[r]
+                if length > max_context:
+                    length = min(sys_len + compact_tokens + append[r], max_context)
+                    uncached = length - sys_len
+                    e += 1
+                    epoch_blocks_tokens[e] = 0
+            input_len[r] = length
+            arrival[r] = t
+            epoch[r] = e
+            epoch_blocks_tokens[e] = max(epoch_blocks_tokens[e], length)
+            service = uncached / prefill_tps + output[r] * tpot
+    return input_len, arrival, epoch, epoch_blocks_tokens[: e + 1]
+
+
+@njit(cache=True)
+def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoch_base, block_size, fresh_base):
+    """Chained ids: system-prompt blocks shared by prompt, transcript blocks by epoch, partial tail fresh."""
+    ids = np.empty(offsets[-1], dtype=np.int64)
+    for i in range(len(input_len)):
+        n_full = input_len[i] // block_size
+        sf = system_full[i]
+        for j in range(offsets[i + 1] - offsets[i]):
+            if j >= n_full:
+                ids[offsets[i] + j] = fresh_base + i
+            elif j < sf:
+                ids[offsets[i] + j] = system_base[i] + j
+            else:
+                ids[offsets[i] + j] = epoch_base[epoch[i]] + j - sf
+    return ids
+
+
+# ---------------------------------------------------------------------------- generator
+def _lognormal_tokens(rng: np.random.Generator, median: float, sigma: float, size: int, lo: int, hi: int) -> np.ndarray:
+    return np.clip(np.rint(rng.lognormal(np.log(median), sigma, size)), lo, hi).astype(np.int64)
+
+
+def expected_turns(config: SessionWorkloadConfig) -> float:
+    """Mean turns per session of ``config`` (exact for the rounded, clipped log-normal)."""
+    k = np.arange(1, config.max_turns + 1, dtype=np.float64)
+    z = (np.log(np.concatenate([[0.5], k + 0.5])) - np.log(config.turns_median)) / max(config.turns_sigma, 1e-300)
+    cdf = special.ndtr(z)
+    p = np.diff(cdf)
+    p[0] += cdf[0]          # round(x) < 1 is clipped to 1
+    p[-1] += 1.0 - cdf[-1]  # round(x) > max_turns is clipped to max_turns
+    return float(p @ k)
+
+
+def session_rate(config: SessionWorkloadConfig) -> float:
+    """Sessions per second: ``config.session_rate``, or ``requests_per_minute / 60 / expected_turns``."""
+    if config.session_rate is not None:
+        return float(config.session_rate)
+    return config.requests_per_minute / 60.0 / expected_turns(config)
+
+
+def _session_starts(rng: np.random.Generator, rate: float, n_sessions: int | None,
+                    duration: float | None, warmup: float) -> np.ndarray:
+    if (n_sessions is None) == (duration is None):
+        raise ValueError(f"give exactly one of n_sessions and duration, got n_sessions={n_sessions!r}, "
+                         f"duration={duration!r}")
+    if duration is None:
+        if int(n_sessions) != n_sessions or n_sessions < 1:
+            raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")
+        return np.cumsum(rng.exponential(1.0 / rate, int(n_sessions)))
+    if not (duration > 0 and np.isfinite(duration)) or not (warmup >= 0 and np.isfinite(warmup)):
+        raise ValueError(f"duration must be > 0 and warmup >= 0 (s), got duration={duration!r}, warmup={warmup!r}")
+    span = duration + warmup
+    n = rng.poisson(rate * span)
+    if n == 0:
+        raise ValueError(f"no session starts in {span} s at {rate:.4g} sessions/s: raise the rate or the duration")
+    return np.sort(rng.uniform(0.0, span, n)) - warmup
+
+
+def _system_prompt_tokens(config: SessionWorkloadConfig) -> np.ndarray:
+    """Lengths of the shared system prompts: evenly spaced quantiles of their log-normal (no sampling
+    noise, so first-turn reuse does not depend on the seed)."""
+    q = (np.arange(config.n_system_prompts) + 0.5) / config.n_system_prompts
+    tokens = config.system_prompt_median * np.exp(config.system_prompt_sigma * special.ndtri(q))
+    return np.clip(np.rint(tokens), 1, config.max_context // 2).astype(np.int64)
+
+
+def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None, seed: int = 0, *,
+                   duration: float | None = None, warmup: float = 0.0) -> Workload:
+    """Generate a workload from ``config`` (same arguments and seed -> identical workload).
+
+    Give either ``n_sessions`` (that many complete sessions, Poisson starts from t = 0; the tail
+    thins out as the longest sessions finish) or ``duration`` (s): sessions start as a Poisson
+    process over ``[-warmup, duration)`` and only requests arriving in ``[0, duration)`` are kept
+    (cut sessions keep their turn numbers; a parent before 0 becomes -1). With ``warmup`` of an
+    hour or more the window is close to steady state at the configured request rate.
+    """
+    c = config
+    rng = np.random.default_rng(seed)
+    start = _session_starts(rng, session_rate(c), n_sessions, duration, warmup)
+    n_sessions = len(start)
+    n_turns = _lognormal_tokens(rng, c.turns_median, c.turns_sigma, n_sessions, 1, c.max_turns)
+    n = int(n_turns.sum())
+    turn_offsets = np.zeros(n_sessions + 1, dtype=np.int64)
+    np.cumsum(n_turns, out=turn_offsets[1:])
+    sys_tokens = _system_prompt_tokens(c)
+    popularity = 1.0 / np.arange(1, c.n_system_prompts + 1) ** c.system_prompt_zipf
+    prompt_of_session = rng.choice(c.n_system_prompts, size=n_sessions, p=popularity / popularity.sum())
+    first_input = _lognormal_tokens(rng, c.first_input_median, c.first_input_sigma, n_sessions, 1, c.max_context)
+    append = _lognormal_tokens(rng, c.append_median, c.append_sigma, n, 0, c.max_context)
+    output = _lognormal_tokens(rng, c.output_median, c.output_sigma, n, 1, c.max_output)
+    user = rng.random(n) < c.user_gap_prob
+    gap = np.where(user, rng.lognormal(np.log(c.user_gap_median), c.user_gap_sigma, n),
+                   rng.lognormal(np.log(c.tool_gap_median), c.tool_gap_sigma, n))
+
+    session_of = np.repeat(np.arange(n_sessions), n_turns)
+    turn = np.arange(n) - np.repeat(turn_offsets[:-1], n_turns)
+    gap[turn == 0] = 0.0
+    input_len, arrival, epoch, epoch_tokens = _session_timeline(
+        turn_offsets, sys_tokens[prompt_of_session], first_input, append, output, gap, start,
+        c.max_context, c.compact_tokens, c.est_prefill_tokens_per_s, c.est_tpot_s)
+
+    # chained ids: [system prompts' full blocks | each epoch's transcript blocks | one fresh id per request]
+    bs = c.block_size
+    prompt_full = sys_tokens // bs
+    system_base = np.concatenate([[0], np.cumsum(prompt_full)])
+    epoch_prompt = prompt_of_session[session_of[np.searchsorted(epoch, np.arange(len(epoch_tokens)))]]
+    epoch_size = np.maximum(epoch_tokens // bs - prompt_full[epoch_prompt], 0)
+    epoch_base = system_base[-1] + np.concatenate([[0], np.cumsum(epoch_size)])
+
+    order = np.argsort(arrival, kind="stable")
+    new_row = np.empty(n, dtype=np.int64)
+    new_row[order] = np.arange(n)
+    parent = np.where(turn > 0, np.arange(n) - 1, -1)
+    parent = np.where(parent >= 0, new_row[np.maximum(parent, 0)], -1)[order]
+    input_len = input_len[order]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum((input_len + bs - 1) // bs, out=offsets[1:])
+    prompt = prompt_of_session[session_of[order]]
+    block_ids = _chained_block_ids(input_len, offsets, epoch[order], prompt_full[prompt], system_base[prompt],
+                                   epoch_base, bs, epoch_base[-1])
+    workload = Workload(
+        arrival=arrival[order], input_len=input_len, output_len=output[order], session=session_of[order],
+        turn=turn[order], parent=parent, gap=gap[order], block_offsets=offsets, block_ids=block_ids,
+        block_size=bs, priority=np.ones(n), name=c.name,
+    )
+    return workload if duration is None else workload.window(0.0, duration)
+
+
+def with_overrides(config: SessionWorkloadConfig, **overrides) -> SessionWorkloadConfig:
+    """``config`` with some fields replaced; setting one of the two rate fields clears the other."""
+    if "session_rate" in overrides:
+        overrides.setdefault("requests_per_minute", None)
+    elif "requests_per_minute" in overrides:
+        overrides.setdefault("session_rate", None)
+    return replace(config, **overrides)
+
+
+def synth_agent_workload(n_sessions: int | None = 2000, seed: int = 0, *, duration: float | None = None,
+                         warmup: float = 0.0, **overrides) -> Workload:
+    """Agent sessions from :data:`AGENT` (see :func:`synth_workload`); keyword arguments override
+    its fields, e.g. ``block_size=16`` or ``requests_per_minute=45 * n_instances``."""
+    n_sessions = None if duration is not None else n_sessions
+    return synth_workload(with_overrides(AGENT, **overrides), n_sessions, seed, duration=duration, warmup=warmup)
+
+
+def synth_chat_workload(n_sessions: int | None = 5000, seed: int = 0, *, duration: float | None = None,
+                        warmup: float = 0.0, **overrides) -> Workload:
+    """Chat sessions from :data:`CHAT` (see :func:`synth_workload`); keyword arguments override its fields."""
+    n_sessions = None if duration is not None else n_sessions
+    return synth_workload(with_overrides(CHAT, **overrides), n_sessions, seed, duration=duration, warmup=warmup)
