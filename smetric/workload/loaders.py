@@ -145,7 +145,7 @@ def _short(value: object) -> str:
 
 def _json_object(text: str) -> dict:
     try:
-        rec = json.loads(text)
+        rec = json.loads(text.strip())
     except json.JSONDecodeError as exc:
         raise _BadField(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(rec, dict):

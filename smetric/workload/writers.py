@@ -50,8 +50,9 @@ def _block_lists(workload: Workload) -> list[list[int]]:
 def write_mooncake(workload: Workload, path: str | os.PathLike) -> Path:
     """Write Mooncake jsonl: ``timestamp`` (ms), ``input_length``, ``output_length``, ``hash_ids`` (512 tokens).
 
-    A workload with a smaller block size that divides 512 is coarsened first; timestamps are
-    written as integers when every one is a whole number of milliseconds.
+    A workload with a smaller block size that divides 512 is coarsened first. Timestamps are
+    rounded to the nanosecond (1e-6 ms) and written as integers when every one is a whole number
+    of milliseconds (as in the published traces).
     """
     size = NATIVE_BLOCK_SIZE["mooncake"]
     if workload.block_size != size:
@@ -59,7 +60,7 @@ def write_mooncake(workload: Workload, path: str | os.PathLike) -> Path:
             raise WorkloadError(f"Mooncake blocks are {size} tokens; block_size {workload.block_size} "
                                 f"does not divide it")
         workload = workload.coarsen(size)
-    ms = workload.arrival * 1000.0
+    ms = np.round(workload.arrival * 1000.0, 6)
     stamps = ms.astype(np.int64).tolist() if np.all(ms == np.round(ms)) else ms.tolist()
     rows = zip(stamps, workload.input_len.tolist(), workload.output_len.tolist(), _block_lists(workload))
     return _write_lines(Path(path), (
