@@ -33,7 +33,9 @@ class Efficiency:
             token per hidden unit, at the nominal memory bandwidth.
         elem_bytes_ffn: the same per token per (per-GPU) MLP intermediate unit (activation function).
         eta_attn: fraction of bf16 peak reached by prefill attention (causal FLOPs ``4*L*n_h*d*c*(p+c/2)``).
+        attn_token_s: attention time per prefill-chunk token per layer besides the ``c*(p+c/2)`` term.
         eta_kv: fraction of memory bandwidth reached reading the KV cache in decode attention.
+        decode_mixed_factor: slowdown of decode KV reads in a batch that also runs a prefill chunk.
         attn_floor_s: fixed time per layer of the attention kernels.
         decode_seq_s: extra time per decode sequence per layer in attention (per-sequence setup).
         eta_link: fraction of the link bandwidth reached by the TP all-reduce (not calibrated: no data).
@@ -51,7 +53,9 @@ class Efficiency:
     elem_bytes_hidden: float = 24.0
     elem_bytes_ffn: float = 24.0
     eta_attn: float = 0.3
+    attn_token_s: float = 0.0
     eta_kv: float = 0.7
+    decode_mixed_factor: float = 1.0
     attn_floor_s: float = 8e-6
     decode_seq_s: float = 0.2e-6
     eta_link: float = 0.7
@@ -66,7 +70,9 @@ class Efficiency:
                 raise ValueError(f"Efficiency.{name} must be in (0, 1], got {value}")
         if not 1.0 <= self.roof_sharpness <= 64.0:
             raise ValueError(f"Efficiency.roof_sharpness must be in [1, 64], got {self.roof_sharpness}")
-        for name in ("ramp_tokens", "layer_floor_s", "elem_bytes_hidden", "elem_bytes_ffn", "attn_floor_s",
+        if self.decode_mixed_factor < 1.0:
+            raise ValueError(f"Efficiency.decode_mixed_factor must be >= 1, got {self.decode_mixed_factor}")
+        for name in ("ramp_tokens", "layer_floor_s", "attn_token_s", "elem_bytes_hidden", "elem_bytes_ffn", "attn_floor_s",
                      "decode_seq_s", "allreduce_latency_s", "iteration_overhead_s"):
             value = getattr(self, name)
             if not value >= 0.0:

@@ -13,13 +13,16 @@ An engine iteration is summarised by four numbers:
 All coefficients are totals over the model's layers for one TP group (seconds unless noted):
 
     t = overhead + smoothmax(weights, gemm) + (elementwise + all-reduce) * n_tokens
-        + attn_prefill * prefill_attn + attn_decode * decode_ctx + per_decode * n_decode
+        + attn_prefill * prefill_attn + attn_prefill_token * (n_tokens - n_decode)
+        + attn_decode * decode_ctx * (decode_mixed_factor if prefill_attn > 0 else 1) + per_decode * n_decode
 
 with ``weights = lin_mem + moe_mem * (1 - (1 - moe_frac) ** n_tokens)`` (MoE experts touched by the
 batch), ``gemm = lin_per_token * (n_tokens + half_eff_tokens)`` and
 ``smoothmax(a, b) = (a**s + b**s) ** (1/s)`` with ``s = roof_sharpness``.
 Prefill attention is modelled as compute-bound; a tiny chunk over a long cached prefix (which is
-bound by reading that prefix's KV) is under-estimated.
+bound by reading that prefix's KV, or on small GPUs by too few thread blocks) is under-estimated.
+``decode_mixed_factor`` is the slowdown of decode attention when the batch also holds a prefill chunk
+(one varlen kernel for both instead of a dedicated decode kernel).
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ C_MOE_EXPERT_FRAC = 8  # MoE: fraction of expert weights one token touches (acti
 C_MOE_MEM = 9          # MoE: time to stream all routed-expert weights once
 C_ELEM_PER_TOKEN = 10  # element-wise ops (norms, residual, rope, activation) seconds per token
 C_ROOF_SHARPNESS = 11  # exponent of the smooth roofline max (>= 1)
-N_COEF = 12
+C_ATTN_PREFILL_TOKEN = 12  # attention seconds per prefill-chunk token (per-query work besides the c*(p+c/2) term)
+C_DECODE_MIXED_FACTOR = 13  # multiplier of the decode KV-read time in batches that also run a prefill chunk
+N_COEF = 14
 
 
 @njit(cache=True)
@@ -72,9 +77,12 @@ def iteration_time_nb(coef, n_tokens, prefill_attn, decode_ctx, n_decode):
     """Seconds for one engine iteration (see the module docstring for the arguments)."""
     if n_tokens <= 0:
         return 0.0
+    decode_read = coef[C_ATTN_DECODE] * decode_ctx
+    if prefill_attn > 0.0:
+        decode_read *= coef[C_DECODE_MIXED_FACTOR]
     return (coef[C_OVERHEAD] + linear_time_nb(coef, n_tokens)
-            + coef[C_ATTN_PREFILL] * prefill_attn + coef[C_ATTN_DECODE] * decode_ctx
-            + coef[C_PER_DECODE] * n_decode)
+            + coef[C_ATTN_PREFILL] * prefill_attn + coef[C_ATTN_PREFILL_TOKEN] * (n_tokens - n_decode)
+            + decode_read + coef[C_PER_DECODE] * n_decode)
 
 
 @njit(cache=True)
@@ -100,4 +108,5 @@ def example_coefficients() -> np.ndarray:
     c[C_PER_DECODE] = 1e-5
     c[C_HALF_EFF_TOKENS] = 64.0
     c[C_ROOF_SHARPNESS] = 8.0
+    c[C_DECODE_MIXED_FACTOR] = 1.0
     return c

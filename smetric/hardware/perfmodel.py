@@ -5,8 +5,9 @@ Physics (per iteration, per TP group; ``shared/reference/perfmodel.md`` section 
 * linear layers on a smooth roofline: stream the layer weights once (MoE: only the experts the
   batch touches) vs ``2 * active_params * n_tokens`` FLOPs at a GEMM efficiency that ramps with the
   token count; plus element-wise ops (bytes per token) and a per-layer kernel floor;
-* causal prefill attention ``4 * L * n_h * d * c * (p + c/2)`` FLOPs per chunk; decode attention reads
-  each sequence's KV (``context * kv_bytes_per_token / TP``) plus a per-sequence cost;
+* causal prefill attention ``4 * L * n_h * d * c * (p + c/2)`` FLOPs per chunk plus a per-token cost;
+  decode attention reads each sequence's KV (``context * kv_bytes_per_token / TP``; slower when the
+  batch also runs a prefill chunk) plus a per-sequence cost;
 * TP all-reduce: two per layer, ring over NVLink (or PCIe), bandwidth + latency;
 * LM head: its weights once per iteration, one GEMM row per sampling (decode) sequence;
 * a fixed per-iteration CPU overhead.
@@ -30,7 +31,7 @@ import numpy as np
 from .efficiency import Efficiency, efficiency_for
 from .gpus import GPUSpec, get_gpu
 from .kernel import (
-    C_ALLREDUCE_PER_TOKEN, C_ATTN_DECODE, C_ATTN_PREFILL, C_ELEM_PER_TOKEN, C_HALF_EFF_TOKENS,
+    C_ALLREDUCE_PER_TOKEN, C_ATTN_DECODE, C_ATTN_PREFILL, C_ATTN_PREFILL_TOKEN, C_DECODE_MIXED_FACTOR, C_ELEM_PER_TOKEN, C_HALF_EFF_TOKENS,
     C_LIN_MEM, C_LIN_PER_TOKEN, C_MOE_EXPERT_FRAC, C_MOE_MEM, C_OVERHEAD, C_PER_DECODE,
     C_ROOF_SHARPNESS, N_COEF, prefill_attn_work,
 )
@@ -165,36 +166,38 @@ class PerfModel:
             "lm_head_mem": m.lm_head_params * BYTES_BF16 / tp / stream,
             "lm_head_per_seq": 2.0 * m.lm_head_params / tp / peak,
             "attn_prefill": m.attn_flops_per_token_ctx / tp / (e.eta_attn * g.bf16_flops),
+            "attn_prefill_token": L * e.attn_token_s,
             "attn_decode": self.kv_bytes_per_token_per_gpu / (e.eta_kv * g.mem_bw),
+            "decode_mixed_factor": e.decode_mixed_factor,
             "decode_seq": L * e.decode_seq_s,
             "overhead": e.iteration_overhead_s,
         }
 
     def breakdown(self, n_tokens, prefill_attn=0.0, decode_ctx=0.0, n_decode=0) -> dict:
-        """Seconds of each term of one iteration (numpy-vectorised over the four kernel arguments).
+        """Seconds of each part of one iteration (numpy-vectorised over the four kernel arguments).
 
-        Keys: ``overhead`` (CPU), ``floors`` (per-layer kernel floors and all-reduce latency),
-        ``linear`` (weights-vs-GEMM roofline), ``elementwise``, ``allreduce``, ``lm_head``,
-        ``attn_prefill``, ``attn_decode`` (KV reads and per-sequence cost). Zero everywhere for
-        ``n_tokens <= 0`` (an empty iteration).
+        Keys: ``overhead`` (CPU), ``linear`` (per-layer floors, weights-vs-GEMM roofline, element-wise
+        ops: what an operator profile of the non-attention layers measures), ``allreduce`` (TP, with
+        latency), ``lm_head``, ``attention`` (floors, prefill FLOPs and per-token cost, decode KV reads
+        and per-sequence cost). All zero for ``n_tokens <= 0`` (an empty iteration).
         """
         t = self._terms
         n = np.asarray(n_tokens, dtype=float)
-        busy = n > 0
+        n_dec = np.asarray(n_decode, dtype=float)
+        attn_work = np.asarray(prefill_attn, dtype=float)
         weights = t["lin_mem"] + t["moe_mem"] * (1.0 - (1.0 - t["moe_frac"]) ** n)
         gemm = t["lin_per_token"] * (n + t["ramp_tokens"])
+        decode_read = t["attn_decode"] * np.asarray(decode_ctx, dtype=float)
         parts = {
             "overhead": np.full_like(n, t["overhead"]),
-            "floors": np.full_like(n, t["layer_floor"] + t["attn_floor"] + t["allreduce_latency"]),
-            "linear": _smooth_max(weights, gemm, t["sharpness"]),
-            "elementwise": t["elem_per_token"] * n,
-            "allreduce": t["allreduce_per_token"] * n,
-            "lm_head": t["lm_head_mem"] + t["lm_head_per_seq"] * np.asarray(n_decode, dtype=float),
-            "attn_prefill": t["attn_prefill"] * np.asarray(prefill_attn, dtype=float),
-            "attn_decode": (t["attn_decode"] * np.asarray(decode_ctx, dtype=float)
-                            + t["decode_seq"] * np.asarray(n_decode, dtype=float)),
+            "linear": t["layer_floor"] + _smooth_max(weights, gemm, t["sharpness"]) + t["elem_per_token"] * n,
+            "allreduce": t["allreduce_latency"] + t["allreduce_per_token"] * n,
+            "lm_head": t["lm_head_mem"] + t["lm_head_per_seq"] * n_dec,
+            "attention": (t["attn_floor"] + t["attn_prefill"] * attn_work + t["attn_prefill_token"] * (n - n_dec)
+                          + np.where(attn_work > 0, t["decode_mixed_factor"], 1.0) * decode_read
+                          + t["decode_seq"] * n_dec),
         }
-        return {k: np.where(busy, v, 0.0) for k, v in parts.items()}
+        return {k: np.where(n > 0, v, 0.0) for k, v in parts.items()}
 
     def coefficients(self) -> np.ndarray:
         """The float64 coefficient vector of :mod:`smetric.hardware.kernel` for this instance."""
@@ -212,6 +215,8 @@ class PerfModel:
         c[C_MOE_MEM] = t["moe_mem"]
         c[C_ELEM_PER_TOKEN] = t["elem_per_token"]
         c[C_ROOF_SHARPNESS] = t["sharpness"]
+        c[C_ATTN_PREFILL_TOKEN] = t["attn_prefill_token"]
+        c[C_DECODE_MIXED_FACTOR] = t["decode_mixed_factor"]
         return c
 
     # ---------------------------------------------------------------- public timing API
@@ -252,13 +257,10 @@ class PerfModel:
     def linear_time(self, num_tokens) -> float | np.ndarray:
         """Seconds of the transformer layers' non-attention part for ``num_tokens`` tokens.
 
-        Per-layer floors, the weights-vs-GEMM roofline, element-wise ops and the TP all-reduce
-        (with its latency); no LM head, attention or CPU overhead.
+        The ``linear`` and ``allreduce`` parts of :meth:`breakdown` (no LM head, attention or CPU overhead).
         """
         parts = self.breakdown(num_tokens)
-        t = self._terms
-        floors = np.where(np.asarray(num_tokens) > 0, t["layer_floor"] + t["allreduce_latency"], 0.0)
-        out = floors + parts["linear"] + parts["elementwise"] + parts["allreduce"]
+        out = parts["linear"] + parts["allreduce"]
         return float(out) if np.ndim(out) == 0 else out
 
     def prefill_rate(self, chunk: int = 2048) -> float:
