@@ -38,9 +38,10 @@ import math
 import os
 import warnings
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -197,12 +198,6 @@ def _hash_ids(rec: dict, input_len: int, block_size: int) -> list[int]:
     return value
 
 
-def _sorted_time(t: float, previous: float, unit: str) -> None:
-    if t < previous:
-        raise _BadField("timestamp", f"{t:g} {unit} is before the previous request's {previous:g} {unit}: "
-                                     f"the file must be sorted by time")
-
-
 def _clock_ns(text: str) -> int:
     """Nanoseconds since the epoch of an ISO-8601 / ``YYYY-MM-DD hh:mm:ss.fffffff`` UTC time."""
     stamp = text[:-1] if text.endswith("Z") else text
@@ -245,9 +240,9 @@ def _fresh_blocks(input_len: np.ndarray, block_size: int) -> tuple[np.ndarray, n
 class _Parsed:
     """What a format reader hands back before sessions and blocks are settled."""
 
-    arrival: list[float]
-    input_len: list[int]
-    output_len: list[int]
+    arrival: list[float] = field(default_factory=list)
+    input_len: list[int] = field(default_factory=list)
+    output_len: list[int] = field(default_factory=list)
     hashes: list[list[int]] | None = None
     parent: list[int] | None = None
     root_turn: list[int] | None = None
@@ -256,74 +251,104 @@ class _Parsed:
     orphans: int = 0
 
 
-def _parse_mooncake(lines: _Lines) -> _Parsed:
-    out = _Parsed([], [], [], hashes=[])
-    previous = -math.inf
-    for lineno, text in lines:
+def _each_record(lines: _Lines, add: Callable[[dict, int], None], decode: Callable[[str], dict] = _json_object,
+                 rows: Iterator[tuple[int, str]] | None = None) -> None:
+    """``add(decode(text), line)`` for every line (of ``rows`` if given, else of ``lines``); a
+    ``_BadField`` from either marks the line bad. ``add`` checks everything before it changes any
+    state, so a bad line leaves no trace.
+    """
+    for lineno, text in lines if rows is None else rows:
         try:
-            rec = _json_object(text)
-            t = _number(rec, "timestamp")
-            inp = _int(rec, "input_length")
-            outp = _int(rec, "output_length")
-            hashes = _hash_ids(rec, inp, NATIVE_BLOCK_SIZE["mooncake"])
-            _sorted_time(t, previous, "ms")
+            add(decode(text), lineno)
         except _BadField as bad:
             lines.bad(lineno, bad.field, bad.problem)
-            continue
-        previous = t
-        out.arrival.append(t / 1000.0)
-        out.input_len.append(inp)
-        out.output_len.append(outp)
-        out.hashes.append(hashes)
+
+
+_TIME_UNITS = {"ms": 1e-3, "s": 1.0}
+
+
+def _hashed_request(rec: dict, block_size: int, unit: str, out: _Parsed) -> tuple[float, int, int, list[int]]:
+    """(arrival s, input, output, hash_ids) of a Mooncake/Bailian line, checked against the previous request."""
+    time_scale = _TIME_UNITS[unit]
+    t = _number(rec, "timestamp") * time_scale
+    inp = _int(rec, "input_length")
+    outp = _int(rec, "output_length")
+    hashes = _hash_ids(rec, inp, block_size)
+    if out.arrival and t < out.arrival[-1]:
+        raise _BadField("timestamp", f"{rec['timestamp']:g} {unit} is before the previous request's "
+                                     f"{out.arrival[-1] / time_scale:g} {unit}: the file must be sorted by time")
+    return t, inp, outp, hashes
+
+
+def _append(out: _Parsed, arrival: float, input_len: int, output_len: int, hashes: list[int]) -> None:
+    out.arrival.append(arrival)
+    out.input_len.append(input_len)
+    out.output_len.append(output_len)
+    out.hashes.append(hashes)
+
+
+def _parse_mooncake(lines: _Lines) -> _Parsed:
+    out = _Parsed(hashes=[])
+
+    def add(rec: dict, lineno: int) -> None:
+        _append(out, *_hashed_request(rec, NATIVE_BLOCK_SIZE["mooncake"], "ms", out))
+
+    _each_record(lines, add)
     return out
 
 
 def _parse_bailian(lines: _Lines) -> _Parsed:
-    out = _Parsed([], [], [], hashes=[], parent=[], root_turn=[])
-    previous = -math.inf
+    out = _Parsed(hashes=[], parent=[], root_turn=[])
     row_of: dict[int, int] = {}  # chat_id -> row
     line_of: dict[int, int] = {}  # chat_id -> line
     awaited: dict[int, int] = {}  # parent_chat_id not seen yet -> first line naming it
-    for lineno, text in lines:
-        try:
-            rec = _json_object(text)
-            chat = _int(rec, "chat_id")
-            parent_chat = _int(rec, "parent_chat_id", minimum=-1)
-            t = _number(rec, "timestamp")
-            inp = _int(rec, "input_length")
-            outp = _int(rec, "output_length")
-            _text(rec, "type")
-            turn = _int(rec, "turn", minimum=1)
-            hashes = _hash_ids(rec, inp, NATIVE_BLOCK_SIZE["bailian"])
-            _sorted_time(t, previous, "s")
-            if chat in row_of:
-                raise _BadField("chat_id", f"duplicate chat_id {chat} (first on line {line_of[chat]})")
-            if chat in awaited:
-                raise _BadField("chat_id", f"chat_id {chat} is the parent of line {awaited[chat]}, which comes "
-                                           f"earlier: a parent must precede its follow-ups")
-            if parent_chat == chat:
-                raise _BadField("parent_chat_id", f"request {chat} names itself as its parent")
-        except _BadField as bad:
-            lines.bad(lineno, bad.field, bad.problem)
-            continue
-        previous = t
-        row_of[chat] = len(out.arrival)
-        line_of[chat] = lineno
+
+    def add(rec: dict, lineno: int) -> None:
+        chat = _int(rec, "chat_id")
+        parent_chat = _int(rec, "parent_chat_id", minimum=-1)
+        _text(rec, "type")
+        turn = _int(rec, "turn", minimum=1)
+        request = _hashed_request(rec, NATIVE_BLOCK_SIZE["bailian"], "s", out)
+        if chat in row_of:
+            raise _BadField("chat_id", f"duplicate chat_id {chat} (first on line {line_of[chat]})")
+        if chat in awaited:
+            raise _BadField("chat_id", f"chat_id {chat} is the parent of line {awaited[chat]}, which comes "
+                                       f"earlier: a parent must precede its follow-ups")
+        if parent_chat == chat:
+            raise _BadField("parent_chat_id", f"request {chat} names itself as its parent")
         parent = row_of.get(parent_chat, -1)
         if parent_chat >= 0 and parent < 0:
             awaited.setdefault(parent_chat, lineno)
             out.orphans += 1
-        out.arrival.append(t)
-        out.input_len.append(inp)
-        out.output_len.append(outp)
-        out.hashes.append(hashes)
+        row_of[chat] = len(out.arrival)
+        line_of[chat] = lineno
         out.parent.append(parent)
         out.root_turn.append(turn - 1)
+        _append(out, *request)
+
+    _each_record(lines, add)
     return out
 
 
+def _azure_record(text: str) -> dict:
+    cells = [c.strip() for c in text.rstrip("\r\n").split(",")]
+    if len(cells) != 3:
+        raise _BadField(None, f"expected 3 comma-separated fields, got {len(cells)}")
+    rec: dict = dict(zip(AZURE_HEADER.split(","), cells))
+    try:
+        rec["TIMESTAMP"] = _clock_ns(rec["TIMESTAMP"])
+    except ValueError as exc:
+        raise _BadField("TIMESTAMP", str(exc)) from None
+    for name in ("ContextTokens", "GeneratedTokens"):
+        try:
+            rec[name] = int(rec[name])
+        except ValueError:
+            raise _BadField(name, f"must be an integer, got {_short(rec[name])}") from None
+    return rec
+
+
 def _parse_azure(lines: _Lines) -> _Parsed:
-    out = _Parsed([], [], [])
+    out = _Parsed()
     clock: list[int] = []
     rows = iter(lines)
     first = next(rows, None)
@@ -332,34 +357,16 @@ def _parse_azure(lines: _Lines) -> _Parsed:
     lineno, header = first
     if header.strip() != AZURE_HEADER:
         raise TraceFormatError(lines.path, lineno, "header", f"expected {AZURE_HEADER!r}, got {_short(header.strip())}")
-    previous = -1 << 62
-    for lineno, text in rows:
-        try:
-            cells = [c.strip() for c in text.rstrip("\r\n").split(",")]
-            if len(cells) != 3:
-                raise _BadField(None, f"expected 3 comma-separated fields, got {len(cells)}")
-            rec = dict(zip(AZURE_HEADER.split(","), cells))
-            try:
-                ns = _clock_ns(rec["TIMESTAMP"])
-            except ValueError as exc:
-                raise _BadField("TIMESTAMP", str(exc)) from None
-            lengths = []
-            for name in ("ContextTokens", "GeneratedTokens"):
-                try:
-                    rec[name] = int(rec[name])
-                except ValueError:
-                    raise _BadField(name, f"must be an integer, got {_short(rec[name])}") from None
-                lengths.append(_int(rec, name))
-            if ns < previous:
-                raise _BadField("TIMESTAMP", f"{rec['TIMESTAMP']} is before the previous request's time: "
-                                             f"the file must be sorted by time")
-        except _BadField as bad:
-            lines.bad(lineno, bad.field, bad.problem)
-            continue
-        previous = ns
-        clock.append(ns)
-        out.input_len.append(lengths[0])
-        out.output_len.append(lengths[1])
+
+    def add(rec: dict, lineno: int) -> None:
+        inp, outp = _int(rec, "ContextTokens"), _int(rec, "GeneratedTokens")
+        if clock and rec["TIMESTAMP"] < clock[-1]:
+            raise _BadField("TIMESTAMP", "is before the previous request's time: the file must be sorted by time")
+        clock.append(rec["TIMESTAMP"])
+        out.input_len.append(inp)
+        out.output_len.append(outp)
+
+    _each_record(lines, add, decode=_azure_record, rows=rows)
     t = np.asarray(clock, dtype=np.int64)
     out.arrival = list((t - t[0]) / 1e9) if len(t) else []
     return out
@@ -385,60 +392,56 @@ def _tracelab_times(rec: dict) -> tuple[int, int]:
     return arrival, max(own) if own else arrival
 
 
+class _Round(NamedTuple):
+    arrival: int  # ns
+    completion: int  # ns
+    session: str
+    index: int
+    input_len: int
+    prefix: int
+    output_len: int
+    line: int
+
+
 def _parse_tracelab(lines: _Lines, block_size: int) -> _Parsed:
-    rounds = []  # (arrival ns, completion ns, session, round, input, prefix, output, line)
-    seen: dict[tuple[str, int], int] = {}
-    for lineno, text in lines:
-        try:
-            rec = _json_object(text)
-            session = _text(rec, "session_id")
-            index = _int(rec, "round_index")
-            inp = _int(rec, "input_tokens_total")
-            prefix = _int(rec, "prefix_tokens")
-            outp = _int(rec, "output_tokens")
-            if prefix > inp:
-                raise _BadField("prefix_tokens", f"{prefix} exceeds input_tokens_total {inp}")
-            arrival, completion = _tracelab_times(rec)
-            if (session, index) in seen:
-                raise _BadField("round_index", f"round {index} of session {session!r} already on line "
-                                               f"{seen[session, index]}")
-        except _BadField as bad:
-            lines.bad(lineno, bad.field, bad.problem)
-            continue
-        seen[session, index] = lineno
-        rounds.append((arrival, completion, session, index, inp, prefix, outp, lineno))
-    out = _Parsed([], [], [], parent=[], gap=[], shared_prefix_blocks=[])
-    if not rounds:
-        return out
-    # Parent = previous round of the session; every parent must arrive no later than its child.
-    previous_round: dict[int, int] = {}  # line of a round -> line of its session's previous round
-    by_session = sorted(rounds, key=lambda r: (r[2], r[3]))
+    rounds: list[_Round] = []
+    line_of: dict[tuple[str, int], int] = {}
+
+    def add(rec: dict, lineno: int) -> None:
+        session, index = _text(rec, "session_id"), _int(rec, "round_index")
+        inp, prefix, outp = _int(rec, "input_tokens_total"), _int(rec, "prefix_tokens"), _int(rec, "output_tokens")
+        if prefix > inp:
+            raise _BadField("prefix_tokens", f"{prefix} exceeds input_tokens_total {inp}")
+        arrival, completion = _tracelab_times(rec)
+        if (session, index) in line_of:
+            raise _BadField("round_index", f"round {index} of session {session!r} already on line "
+                                           f"{line_of[session, index]}")
+        line_of[session, index] = lineno
+        rounds.append(_Round(arrival, completion, session, index, inp, prefix, outp, lineno))
+
+    _each_record(lines, add)
+    out = _Parsed(parent=[], gap=[], shared_prefix_blocks=[])
+    # The parent is the session's previous round, which must not arrive after its child.
+    parent_of: dict[int, _Round] = {}  # line -> previous round of the same session
+    by_session = sorted(rounds, key=lambda r: (r.session, r.index))
     for before, after in zip(by_session, by_session[1:]):
-        if before[2] == after[2]:
-            if after[0] < before[0]:
-                raise TraceFormatError(lines.path, after[7], "timing_events",
-                                       f"round {after[3]} arrives before round {before[3]} (line {before[7]}) "
-                                       f"of the same session")
-            previous_round[after[7]] = before[7]
-    t0 = min(r[0] for r in rounds)
+        if before.session == after.session:
+            if after.arrival < before.arrival:
+                raise TraceFormatError(lines.path, after.line, "timing_events",
+                                       f"round {after.index} arrives before round {before.index} "
+                                       f"(line {before.line}) of the same session")
+            parent_of[after.line] = before
+    t0 = min((r.arrival for r in rounds), default=0)
     row_of_line: dict[int, int] = {}
-    by_line = {r[7]: r for r in rounds}
-    for row, r in enumerate(sorted(rounds, key=lambda r: (r[0], r[3], r[7]))):
-        arrival, _, _, _, inp, prefix, outp, line = r
-        row_of_line[line] = row
-        parent_line = previous_round.get(line)
-        out.arrival.append((arrival - t0) / 1e9)
-        out.input_len.append(inp)
-        out.output_len.append(outp)
-        if parent_line is None:
-            out.parent.append(-1)
-            out.gap.append(0.0)
-            out.shared_prefix_blocks.append(0)
-        else:
-            p = by_line[parent_line]
-            out.parent.append(row_of_line[parent_line])
-            out.gap.append(max(arrival - p[1], 0) / 1e9)
-            out.shared_prefix_blocks.append(min(prefix // block_size, p[4] // block_size))
+    for row, r in enumerate(sorted(rounds, key=lambda r: (r.arrival, r.index, r.line))):
+        row_of_line[r.line] = row
+        out.arrival.append((r.arrival - t0) / 1e9)
+        out.input_len.append(r.input_len)
+        out.output_len.append(r.output_len)
+        p = parent_of.get(r.line)
+        out.parent.append(-1 if p is None else row_of_line[p.line])
+        out.gap.append(0.0 if p is None else max(r.arrival - p.completion, 0) / 1e9)
+        out.shared_prefix_blocks.append(0 if p is None else min(r.prefix // block_size, p.input_len // block_size))
     return out
 
 
