@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .experiments import cli_cmds as _experiments_cli
+from .workload import cli_cmds as _workload_cli
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,8 @@ def _build_parser() -> argparse.ArgumentParser:
 # name -> (function adding arguments to its subparser, function(args) -> exit code)
 _COMMANDS: dict = {}
 _COMMANDS["reproduce"] = (_experiments_cli.register_reproduce, _experiments_cli.run_reproduce)
+_COMMANDS["characterize"] = (_workload_cli.register_characterize, _workload_cli.run_characterize)
+_COMMANDS["synth"] = (_workload_cli.register_synth, _workload_cli.run_synth)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,8 @@ Timing. Sessions start as a Poisson process. Turn ``k+1`` of a session arrives a
 parent completed (stored in :attr:`Workload.gap`) and the service estimate is
 ``uncached_tokens / est_prefill_tokens_per_s + output_len * est_tpot_s`` with ``uncached_tokens``
 the tokens beyond the parent's prompt + reply (beyond the system prompt for a first turn, the whole
-new prefix after a compaction). Gaps are a heavy-tailed mixture: log-normal tool time, or with
-probability ``user_gap_prob`` a log-normal user think time.
+new prefix after a compaction). Gaps are a heavy-tailed mixture: a log-normal tool (or, in chat,
+reading/typing) time, or with probability ``long_gap_prob`` a longer log-normal user pause.
 
 Default block size: 512 tokens (Mooncake's). Agent prompts average ~34k tokens, so 16-token blocks
 would mean ~2,000 ids per request (2G ids for 1M requests); 512-token blocks keep it at ~70 per
@@ -37,7 +37,8 @@ from scipy import special
 from .core import Workload
 
 __all__ = [
-    "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "expected_turns", "session_rate", "synth_workload", "with_overrides",
+    "AGENT", "AGENT_TARGETS", "CHAT", "CHAT_TARGETS", "SessionWorkloadConfig", "expected_turns", "session_rate",
+    "synth_agent_workload", "synth_chat_workload", "synth_workload", "with_overrides",
 ]
 
 
@@ -48,7 +49,7 @@ class SessionWorkloadConfig:
     Defaults are the agent calibration (see :data:`AGENT`); :data:`CHAT` is the chat preset.
     Exactly one of ``session_rate`` (sessions/s) and ``requests_per_minute`` (the paper's load is
     43-48 requests per minute per instance) sets the arrival rate; with ``requests_per_minute`` the
-    session rate is that rate divided by the drawn sessions' mean number of turns.
+    session rate is that rate divided by :func:`expected_turns`.
     """
 
     # sessions and arrivals
@@ -63,8 +64,10 @@ class SessionWorkloadConfig:
     system_prompt_sigma: float = 0.3
     system_prompt_zipf: float = 1.0        # popularity of the k-th prompt ~ 1 / k**zipf
     # prompt growth
-    first_input_median: float = 7000.0    # user task + context after the system prompt (turn 0)
+    first_input_median: float = 7000.0     # user task + context after the system prompt (turn 0)
     first_input_sigma: float = 1.2
+    first_input_min: int = 512             # a block of its own, so no first turn looks like a prefix of
+                                           # another session's prompt to session inference
     append_median: float = 150.0           # tool output / user message appended per follow-up
     append_sigma: float = 1.3
     max_context: int = 200_000             # compaction threshold (tokens)
@@ -73,12 +76,13 @@ class SessionWorkloadConfig:
     output_median: float = 80.0
     output_sigma: float = 1.9
     max_output: int = 16_384
-    # tool / think gaps (s), measured from the parent's completion
-    tool_gap_median: float = 4.0
-    tool_gap_sigma: float = 1.0
-    user_gap_prob: float = 0.15
-    user_gap_median: float = 90.0
-    user_gap_sigma: float = 1.6
+    # gaps (s) from the parent's completion: tool execution (agent) or reading and typing (chat), or
+    # with probability long_gap_prob a longer user pause
+    gap_median: float = 4.0
+    gap_sigma: float = 1.0
+    long_gap_prob: float = 0.15
+    long_gap_median: float = 90.0
+    long_gap_sigma: float = 1.6
     # service-time estimate used to place follow-ups in time
     est_prefill_tokens_per_s: float = 10_000.0
     est_tpot_s: float = 0.025
@@ -95,13 +99,14 @@ class SessionWorkloadConfig:
                 continue
             if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
                 ok = v >= 0
-            elif f.name == "user_gap_prob":
+            elif f.name == "long_gap_prob":
                 ok = 0 <= v <= 1
             else:
                 ok = v > 0
             if not (ok and np.isfinite(v)):
                 raise ValueError(f"SessionWorkloadConfig.{f.name} is out of range: {v!r}")
-        for f in ("max_turns", "n_system_prompts", "max_context", "compact_tokens", "max_output", "block_size"):
+        for f in ("max_turns", "n_system_prompts", "first_input_min", "max_context", "compact_tokens", "max_output",
+                  "block_size"):
             if int(getattr(self, f)) != getattr(self, f):
                 raise ValueError(f"SessionWorkloadConfig.{f} must be an integer, got {getattr(self, f)!r}")
         if self.compact_tokens >= self.max_context:
@@ -117,14 +122,34 @@ AGENT = SessionWorkloadConfig()
 #: Chat sessions: few turns, ~1k-token prompts and ~400-token replies, user think times of minutes;
 #: reuse lands in the 54-62 % band of the public Bailian chat traces. 16-token blocks (Bailian's).
 CHAT = SessionWorkloadConfig(
-    requests_per_minute=360.0, turns_median=1.3, turns_sigma=0.9,
+    requests_per_minute=360.0, turns_median=1.4, turns_sigma=0.78,
     n_system_prompts=20, system_prompt_median=300.0, system_prompt_sigma=0.5,
-    first_input_median=420.0, first_input_sigma=1.0,
-    append_median=180.0, append_sigma=1.1, max_context=32_000, compact_tokens=2_000,
-    output_median=330.0, output_sigma=0.6, max_output=4_096,
-    tool_gap_median=60.0, tool_gap_sigma=1.0, user_gap_prob=0.0,
-    est_prefill_tokens_per_s=10_000.0, est_tpot_s=0.025, block_size=16, name="synthetic-chat",
+    first_input_median=500.0, first_input_sigma=1.1, first_input_min=1,
+    append_median=400.0, append_sigma=1.3, max_context=32_000, compact_tokens=2_000,
+    output_median=375.0, output_sigma=0.55, max_output=4_096,
+    gap_median=90.0, gap_sigma=1.0, long_gap_prob=0.0, block_size=16, name="synthetic-chat",
 )
+
+
+#: Calibration bands of :data:`AGENT` as ``statistic of characterize() -> (low, high, source)``.
+#: "~x" targets get +-20 % (+-25 % for the p90 of a heavy tail), "> x" targets are one-sided.
+AGENT_TARGETS: dict[str, tuple[float, float, str]] = {
+    "reuse_ratio": (0.80, 1.0, "SMetric §3 Finding 1: KV reuse > 80 %"),
+    "intra_session_reuse_share": (0.65, 1.0, "Finding 2: > 65 % of reuse is intra-session"),
+    "first_turn_reuse_ratio": (0.18, 0.20, "Finding 3: the system prompt gives first turns 18-20 % reuse"),
+    "reuse_within_100s": (0.85, 0.95, "Finding 4: ~90 % of reuses recur within ~100 s"),
+    "top25_session_token_share": (0.80, 1.0, "Finding 5: top 25 % of sessions carry > 80 % of tokens"),
+    "input_len_mean": (26_900, 40_300, "agentic-coder trace: input mean ~33.6k"),
+    "input_len_p50": (16_000, 24_000, "agentic-coder trace: input p50 ~20k"),
+    "input_len_p90": (66_000, 110_000, "agentic-coder trace: input p90 ~88k"),
+    "output_len_mean": (356, 534, "agentic-coder trace: output mean ~445"),
+    "output_len_p50": (64, 96, "agentic-coder trace: output p50 ~80"),
+}
+
+#: Calibration band of :data:`CHAT` (same layout as :data:`AGENT_TARGETS`).
+CHAT_TARGETS: dict[str, tuple[float, float, str]] = {
+    "reuse_ratio": (0.54, 0.62, "SMetric abstract: 54-62 % reuse in chat (Bailian traces A/B)"),
+}
 
 
 # ---------------------------------------------------------------------------- numba kernels
@@ -253,12 +278,13 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
     sys_tokens = _system_prompt_tokens(c)
     popularity = 1.0 / np.arange(1, c.n_system_prompts + 1) ** c.system_prompt_zipf
     prompt_of_session = rng.choice(c.n_system_prompts, size=n_sessions, p=popularity / popularity.sum())
-    first_input = _lognormal_tokens(rng, c.first_input_median, c.first_input_sigma, n_sessions, 1, c.max_context)
+    first_input = _lognormal_tokens(rng, c.first_input_median, c.first_input_sigma, n_sessions,
+                                   c.first_input_min, c.max_context)
     append = _lognormal_tokens(rng, c.append_median, c.append_sigma, n, 0, c.max_context)
     output = _lognormal_tokens(rng, c.output_median, c.output_sigma, n, 1, c.max_output)
-    user = rng.random(n) < c.user_gap_prob
-    gap = np.where(user, rng.lognormal(np.log(c.user_gap_median), c.user_gap_sigma, n),
-                   rng.lognormal(np.log(c.tool_gap_median), c.tool_gap_sigma, n))
+    long = rng.random(n) < c.long_gap_prob
+    gap = np.where(long, rng.lognormal(np.log(c.long_gap_median), c.long_gap_sigma, n),
+                   rng.lognormal(np.log(c.gap_median), c.gap_sigma, n))
 
     session_of = np.repeat(np.arange(n_sessions), n_turns)
     turn = np.arange(n) - np.repeat(turn_offsets[:-1], n_turns)
