@@ -95,6 +95,26 @@ def test_chain_sessions_numbers_sessions_by_root_and_counts_turns():
         chain_sessions(np.array([-1, 1]))
 
 
+@st.composite
+def parent_links(draw):
+    n = draw(st.integers(0, 60))
+    return [draw(st.integers(-1, i - 1)) for i in range(n)], draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+
+
+@settings(max_examples=100, deadline=None)
+@given(links=parent_links())
+def test_chain_sessions_equals_walking_each_chain(links):
+    parent, root_turn = links
+    session, turn = chain_sessions(np.array(parent, dtype=np.int64), np.array(root_turn, dtype=np.int64))
+    roots = [i for i, p in enumerate(parent) if p < 0]
+    for i in range(len(parent)):
+        r, steps = i, 0
+        while parent[r] >= 0:
+            r, steps = parent[r], steps + 1
+        assert session[i] == roots.index(r)
+        assert turn[i] == root_turn[r] + steps
+
+
 def test_arrival_gaps_are_arrival_to_arrival_from_the_parent():
     np.testing.assert_allclose(arrival_gaps(np.array([0.0, 1.0, 4.5, 10.0]), np.array([-1, -1, 0, 2])),
                                [0.0, 0.0, 4.5, 5.5])

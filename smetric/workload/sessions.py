@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from numba import njit
-
 from .core import Workload
 
 __all__ = ["infer_parents", "chain_sessions", "arrival_gaps", "infer_sessions"]
@@ -72,36 +70,28 @@ def infer_parents(block_offsets: np.ndarray, block_ids: np.ndarray, min_shared_b
     return parent
 
 
-@njit(cache=True)
-def _chain_sessions_nb(parent, root_turn, session, turn):
-    next_session = 0
-    for i in range(len(parent)):
-        p = parent[i]
-        if p < 0:
-            session[i] = next_session
-            turn[i] = root_turn[i]
-            next_session += 1
-        else:
-            session[i] = session[p]
-            turn[i] = turn[p] + 1
-
-
 def chain_sessions(parent: np.ndarray, root_turn: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Session ids (dense, numbered by their root's row) and turns from parent links.
+    """Session ids (dense, numbered in the order of their roots' rows) and turns from parent links.
 
     ``parent[i]`` is an earlier row or -1. A root's turn is ``root_turn[i]`` (default 0; a trace
     window can start mid-session), a child's is its parent's plus one.
     """
-    parent = np.ascontiguousarray(parent, dtype=np.int64)
-    n = len(parent)
-    bad = (parent >= np.arange(n)) | (parent < -1)
+    parent = np.asarray(parent, dtype=np.int64)
+    rows = np.arange(len(parent), dtype=np.int64)
+    bad = (parent >= rows) | (parent < -1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"parent of row {i} is {parent[i]}: a parent must be -1 or an earlier row")
-    roots = np.zeros(n, np.int64) if root_turn is None else np.ascontiguousarray(root_turn, dtype=np.int64)
-    session = np.empty(n, np.int64)
-    turn = np.empty(n, np.int64)
-    _chain_sessions_nb(parent, roots, session, turn)
+    is_root = parent < 0
+    # Pointer jumping: roots point at themselves at distance 0 and every round doubles the jump,
+    # so log2(longest chain) rounds take every row to its root.
+    up = np.where(is_root, rows, parent)
+    depth = (~is_root).astype(np.int64)
+    while np.any(up[up] != up):
+        depth = depth + depth[up]
+        up = up[up]
+    session = (np.cumsum(is_root) - 1)[up]
+    turn = depth + (0 if root_turn is None else np.asarray(root_turn, dtype=np.int64)[up])
     return session, turn
 
 
