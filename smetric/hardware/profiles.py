@@ -123,8 +123,11 @@ def distserve_iterations() -> pd.DataFrame:
     """DistServe's fitted A100 iteration latencies (OPT-13B/66B, both engines) on a grid inside their range.
 
     Prefill: one prompt of 64..2048 tokens. Decode: batches of 1..256 sequences at one context length
-    of 128..2048 tokens (the small/large-batch model switched at the profile's threshold).
+    of 128..2048 tokens (the small/large-batch model switched at the profile's threshold), keeping the
+    batches whose KV fits DistServe's ``max_num_tokens`` for that (model, TP) without pipelining.
     """
+    capacity = pd.read_csv(profiles_dir() / "distserve" / "max_num_tokens.csv")
+    capacity = capacity[capacity["pp"] == 1].set_index(["model", "tp"])["max_num_tokens"]
     frames = []
     for engine, dataset in (("distserve", "distserve"), ("vllm", "distserve-vllm")):
         with open(profiles_dir() / "distserve" / f"profiler-a100-80g.{engine}.json") as fh:
@@ -138,6 +141,8 @@ def distserve_iterations() -> pd.DataFrame:
                 frames.append(_timing_frame(dataset, "a100", _DISTSERVE_MODELS[hf_name], int(tp), lengths, 0, 0, 0,
                                                (a + b * lengths + c * lengths**2) * 1e-3))
                 bs, ctx = (g.ravel() for g in np.meshgrid(2.0 ** np.arange(0, 9), 2.0 ** np.arange(7, 12)))
+                fits = bs * ctx <= capacity[(hf_name, int(tp))]
+                bs, ctx = bs[fits], ctx[fits]
                 small = bs < fit["decoding_large_small_bs_threshold"]
                 coef = np.where(small[:, None], fit["decoding_smallbs"], fit["decoding_largebs"])
                 ms = coef[:, 0] + coef[:, 1] * bs * ctx + coef[:, 2] * bs
