@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .experiments import cli_cmds as _experiments_cli
+from .hardware import cli_cmds as _hardware_cli
 from .workload import cli_cmds as _workload_cli
 
 
@@ -22,6 +23,7 @@ _COMMANDS: dict = {}
 _COMMANDS["reproduce"] = (_experiments_cli.register_reproduce, _experiments_cli.run_reproduce)
 _COMMANDS["characterize"] = (_workload_cli.register_characterize, _workload_cli.run_characterize)
 _COMMANDS["synth"] = (_workload_cli.register_synth, _workload_cli.run_synth)
+_COMMANDS["perf"] = (_hardware_cli.register_perf, _hardware_cli.run_perf)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,97 @@
+"""Calibration: committed parameters reproduce, MAPE targets that are reliably met, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from smetric.cli import main
+from smetric.hardware import calibration, profiles
+from smetric.hardware.efficiency import TRANSFERRED_FROM, efficiency_for, load_efficiencies
+from smetric.hardware.gpus import gpu_names
+from smetric.hardware.perfmodel import PerfModel
+
+
+def test_profiles_cover_the_issue_datasets():
+    lin, att = profiles.all_linear(), profiles.all_attention()
+    assert set(map(tuple, lin[["gpu", "model"]].drop_duplicates().to_numpy())) == {
+        ("a100", "llama-2-7b"), ("a100", "llama-3-8b"), ("a100", "llama-3-70b"), ("h100", "llama-2-7b"),
+        ("rtx-pro-6000", "llama-3.1-8b"), ("rtx-pro-6000", "qwen3-32b")}
+    assert sorted(lin[lin["dataset"] == "vidur-linear"]["tp"].unique()) == [1, 2, 4, 8]
+    assert set(att["dataset"]) == {"vidur-attention", "lss-attention"}
+    assert (lin["measured_s"] > 0).all() and (att["measured_s"] > 0).all()
+    ds = profiles.distserve_iterations()
+    assert set(ds["model"]) == {"opt-13b", "opt-66b"} and (ds["measured_s"] > 0).all()
+
+
+def test_committed_efficiencies_are_what_fit_all_produces():
+    committed = load_efficiencies()
+    refit = calibration.fit_all(write=False)
+    assert set(refit) == set(committed)
+    for gpu, eff in refit.items():
+        for field in calibration.LINEAR_FIELDS + calibration.ATTENTION_FIELDS:
+            assert getattr(eff, field) == pytest.approx(getattr(committed[gpu], field), rel=1e-3, abs=1e-9), (gpu, field)
+
+
+def test_linear_mape_within_10_percent_for_every_gpu_model_tp():
+    table = calibration.linear_mape_table()
+    assert len(table) == 18
+    assert (table["mape_pct"] <= 10.0).all(), table[table["mape_pct"] > 10.0]
+
+
+def test_vidur_attention_grid_within_15_percent():
+    table = calibration.attention_mape_table()
+    vidur = table[(table["dataset"] == "vidur-attention") & (table["kind"] == "all")]
+    assert len(vidur) == 1 and vidur["mape_pct"].iloc[0] <= 15.0
+
+
+def test_every_gpu_has_an_efficiency_and_transfers_say_so():
+    for gpu in gpu_names():
+        eff = efficiency_for(gpu)
+        if gpu in TRANSFERRED_FROM:
+            assert eff.source.startswith(f"transferred from {TRANSFERRED_FROM[gpu]}")
+        else:
+            assert eff.source.startswith("fit:")
+
+
+def test_predictions_sit_above_the_roofline_floor_within_the_efficiency_band():
+    table = calibration.roofline_sanity()
+    # achieved <= peak, and not absurdly slow: 1/eta with eta >= ~0.4 end to end
+    assert (table["decode_ratio"] > 1.0).all() and (table["decode_ratio"] < 2.5).all()
+    assert (table["prefill_ratio"] > 1.0).all() and (table["prefill_ratio"] < 2.5).all()
+
+
+def test_distserve_opt_iterations_match_with_one_overhead_per_engine():
+    table, overheads = calibration.distserve_table()
+    assert 0 < overheads["distserve"] < 0.05
+    distserve = table[table["dataset"] == "distserve"]
+    assert np.average(distserve["mape_pct"], weights=distserve["rows"]) < 15.0
+
+
+def test_cli_json_matches_the_library(capsys):
+    assert main(["perf", "--model", "llama-3-8b", "--gpu", "a100", "--prefill", "1024", "--cached", "512", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seconds"] == pytest.approx(PerfModel("llama-3-8b", "a100").prefill_time(1024, 512))
+    assert (out["model"], out["gpu"], out["tp"], out["prefill_tokens"], out["cached"]) == ("llama-3-8b", "a100", 1, 1024, 512)
+    assert main(["perf", "--model", "llama-3-70b", "--gpu", "h100", "--tp", "4", "--decode-batch", "8",
+                 "--context", "1000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seconds"] == pytest.approx(PerfModel("llama-3-70b", "h100", 4).decode_time([1000] * 8))
+    assert main(["perf", "--model", "qwen2.5-7b", "--gpu", "l20", "--linear", "256"]) == 0
+    assert "ms" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--decode-batch", "4"], "--context"),
+    (["--linear", "64", "--cached", "8"], "--cached"),
+    (["--prefill", "64", "--context", "8"], "--context"),
+    (["--linear", "0"], "N >= 1"),
+])
+def test_cli_rejects_inconsistent_flags(capsys, argv, message):
+    assert main(["perf", "--model", "llama-3-8b", "--gpu", "a100", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_unknown_model_names_the_valid_ones(capsys):
+    assert main(["perf", "--model", "gpt-5", "--gpu", "a100", "--linear", "8"]) == 2
+    assert "valid names: llama-2-7b" in capsys.readouterr().err
