@@ -83,7 +83,7 @@ def run_synth(args: argparse.Namespace) -> int:
         overrides["requests_per_minute"] = args.requests_per_minute
     if args.session_rate is not None:
         overrides["session_rate"] = args.session_rate
-    n_sessions = None if args.duration is not None else (args.sessions or 2000)
+    n_sessions = None if args.duration is not None else 2000 if args.sessions is None else args.sessions
     try:
         config = with_overrides(AGENT if args.preset == "agent" else CHAT, **overrides)
         workload = synth_workload(config, n_sessions, args.seed, duration=args.duration, warmup=args.warmup)
