@@ -458,10 +458,10 @@ def _tracelab_blocks(parsed: _Parsed, block_size: int) -> tuple[np.ndarray, np.n
 def detect_format(path: str | os.PathLike) -> str:
     """The format of a trace file, from its first readable line (CSV header or JSON fields)."""
     path = Path(path)
-    lines = _Lines(path, on_error="skip")
-    first_line = None
     if ".csv" in path.suffixes:
         return "azure"
+    lines = _Lines(path, on_error="skip")
+    first_line = None
     for lineno, text in lines:
         first_line = first_line or lineno
         if text.strip().startswith("TIMESTAMP,"):
