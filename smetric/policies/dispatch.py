@@ -6,6 +6,7 @@ from numba import njit
 
 from . import aibrix, affinity, bailian, dynamo, llmd, lmetric, load_only, mooncake, preble, sglang
 from . import smetric_policy, vllm_router
+from .cache_guard import policy_sources, refresh_if_changed
 
 
 @njit(cache=True)
@@ -44,3 +45,6 @@ def route(pid, view, req, blocks, params, state, rand):
     if pid == affinity.PID_CACHE_AFFINITY:
         return affinity.cache_affinity(view, req, blocks, params, state, rand)
     raise ValueError("unknown policy id")
+
+
+refresh_if_changed(route, policy_sources())
