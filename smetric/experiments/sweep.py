@@ -126,9 +126,12 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
 
 
 def _run_point(fn: Callable, index: int, params: dict, shared: dict) -> _Outcome:
-    """Call ``fn`` on one point; an exception becomes a :class:`PointFailure` (runs on the worker)."""
+    """Call ``fn`` on one point and shape its rows; any exception becomes a :class:`PointFailure`.
+
+    Runs on the worker, so a point whose output is malformed fails like one that raised.
+    """
     try:
-        return _Outcome(value=fn(**params, **shared))
+        return _Outcome(value=_point_frame(params, fn(**params, **shared)))
     except Exception as exc:  # noqa: BLE001 -- every failure is reported with its point
         return _Outcome(failure=PointFailure(index, params, _describe(exc), traceback.format_exc()))
 
@@ -137,7 +140,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _point_frame(params: dict, value: Any, index: int) -> pd.DataFrame:
+def _point_frame(params: dict, value: Any) -> pd.DataFrame:
     """One point's rows: its parameters broadcast in front of ``fn``'s dict (one row) or DataFrame."""
     if isinstance(value, Mapping):
         out = pd.DataFrame([dict(value)])
@@ -145,11 +148,11 @@ def _point_frame(params: dict, value: Any, index: int) -> pd.DataFrame:
         out = value.reset_index(drop=True)
     else:
         raise TypeError(
-            f"fn must return a dict or a pandas DataFrame, got {type(value).__name__} at point {index} {params!r}"
+            f"fn must return a dict or a pandas DataFrame, got {type(value).__name__}"
         )
     clash = [c for c in out.columns if c in params]
     if clash:
-        raise ValueError(f"fn's outputs {clash} at point {index} repeat grid parameters of the same name")
+        raise ValueError(f"fn's outputs {clash} repeat grid parameters of the same name")
     for pos, (name, val) in enumerate(params.items()):
         out.insert(pos, name, [val] * len(out))
     return out
@@ -157,11 +160,7 @@ def _point_frame(params: dict, value: Any, index: int) -> pd.DataFrame:
 
 def _assemble(points: list[dict], outcomes: list[_Outcome]) -> pd.DataFrame:
     """The tidy result in grid order, with failures in ``attrs["failures"]``."""
-    frames = [
-        _point_frame(params, o.value, i)
-        for i, (params, o) in enumerate(zip(points, outcomes))
-        if o.failure is None
-    ]
+    frames = [o.value for o in outcomes if o.failure is None]
     if frames:
         df = pd.concat(frames, ignore_index=True)
     else:
