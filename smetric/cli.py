@@ -7,6 +7,7 @@ import sys
 
 from .experiments import cli_cmds as _experiments_cli
 from .hardware import cli_cmds as _hardware_cli
+from .policies import cli_cmds as _policies_cli
 from .workload import cli_cmds as _workload_cli
 
 
@@ -24,6 +25,7 @@ _COMMANDS["reproduce"] = (_experiments_cli.register_reproduce, _experiments_cli.
 _COMMANDS["characterize"] = (_workload_cli.register_characterize, _workload_cli.run_characterize)
 _COMMANDS["synth"] = (_workload_cli.register_synth, _workload_cli.run_synth)
 _COMMANDS["perf"] = (_hardware_cli.register_perf, _hardware_cli.run_perf)
+_COMMANDS["policies"] = (_policies_cli.register_policies, _policies_cli.run_policies)
 
 
 def main(argv: list[str] | None = None) -> int:
