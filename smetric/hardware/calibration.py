@@ -32,7 +32,8 @@ from .models import get_model
 from .perfmodel import PerfModel
 
 __all__ = ["LINEAR_FIELDS", "ATTENTION_FIELDS", "predict", "fit_fields", "fit_all", "mape_table",
-           "linear_mape_table", "attention_mape_table", "leave_one_model_out", "distserve_table",
+           "linear_mape_table", "attention_mape_table", "leave_one_model_out", "distserve_efficiencies",
+           "distserve_table",
            "roofline_sanity", "MIN_TOKENS"]
 
 # linear-layer MAPE is reported for batches of at least this many tokens (the issue's target)
@@ -208,21 +209,25 @@ def leave_one_model_out(efficiencies: dict[str, Efficiency] | None = None) -> pd
     return pd.concat(tables, ignore_index=True)
 
 
+def distserve_efficiencies(efficiencies: dict[str, Efficiency] | None = None) -> dict[str, Efficiency]:
+    """The A100 efficiency with ``iteration_overhead_s`` fitted to each DistServe engine's OPT models."""
+    efficiencies = efficiencies or load_efficiencies()
+    return {dataset: fit_fields(sub, "a100", ("iteration_overhead_s",), efficiencies["a100"])
+            for dataset, sub in profiles.distserve_iterations().groupby("dataset")}
+
+
 def distserve_table(efficiencies: dict[str, Efficiency] | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """Whole-iteration check against DistServe's A100 OPT models, one fitted CPU overhead per engine.
 
     Returns the MAPE per (engine, model, TP, phase) and the fitted overhead (s) per engine.
     """
-    efficiencies = efficiencies or load_efficiencies()
-    frame = profiles.distserve_iterations()
-    tables, overheads = [], {}
-    for dataset, sub in frame.groupby("dataset"):
-        eff = fit_fields(sub, "a100", ("iteration_overhead_s",), efficiencies["a100"])
-        overheads[dataset] = eff.iteration_overhead_s
-        scored = _with_predictions(sub, {"a100": eff})
+    per_engine = distserve_efficiencies(efficiencies)
+    tables = []
+    for dataset, sub in profiles.distserve_iterations().groupby("dataset"):
+        scored = _with_predictions(sub, {"a100": per_engine[dataset]})
         scored["phase"] = np.where(scored["chunk"] > 0, "prefill", "decode")
         tables.append(mape_table(scored, by=("dataset", "gpu", "model", "tp", "phase")))
-    return pd.concat(tables, ignore_index=True), overheads
+    return pd.concat(tables, ignore_index=True), {k: e.iteration_overhead_s for k, e in per_engine.items()}
 
 
 def roofline_sanity(models=("llama-3-8b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b"),
