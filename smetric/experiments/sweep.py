@@ -61,7 +61,11 @@ _ON_ERROR = ("collect", "raise")
 
 @dataclass(frozen=True)
 class PointFailure:
-    """A grid point whose function raised: its position in the grid, parameters, error and traceback."""
+    """A grid point that produced no rows: its position in the grid, parameters, error and traceback.
+
+    The error is what ``fn`` raised, a malformed output, or the Dask error of a point whose
+    worker process died (``KilledWorker``, after Dask's retries).
+    """
 
     index: int
     params: dict
@@ -86,7 +90,7 @@ class SweepWarning(UserWarning):
 
 @dataclass(frozen=True)
 class _Outcome:
-    """What one point produced: ``fn``'s output, or the failure it raised."""
+    """What one point produced: its rows (parameters + ``fn``'s outputs), or its failure."""
 
     value: Any = None
     failure: PointFailure | None = None
@@ -306,14 +310,14 @@ def _run_dask(
         shared_futures = dict(zip(names, scattered))
         tag = uuid.uuid4().hex[:8]
         futures = {
-            client.submit(_run_point, fn, i, params, shared_futures, key=f"sweep-{tag}-{i}", pure=False): i
+            client.submit(_run_point, fn, i, params, shared_futures, key=f"sweep-{tag}-{i}"): i
             for i, params in enumerate(points)
         }
         outcomes: list[_Outcome | None] = [None] * len(points)
         try:
             with _progress_bar(len(points), progress) as bar:
                 for future in as_completed(futures):
-                    i = futures[future]
+                    i = futures.pop(future)  # dropping the last reference frees the result on the worker
                     if future.status == "error":  # the task never returned, e.g. its worker died
                         exc = future.exception()
                         tb = "".join(traceback.format_tb(future.traceback()))
@@ -324,7 +328,7 @@ def _run_dask(
                         raise SweepError(outcome.failure)
                     outcomes[i] = outcome
                     bar.update()
-        finally:
+        finally:  # on an early exit, stop the points still pending; always free the shared data
             client.cancel(list(futures) + scattered)
     return outcomes  # type: ignore[return-value]
 
