@@ -95,3 +95,15 @@ def test_cli_rejects_inconsistent_flags(capsys, argv, message):
 def test_cli_unknown_model_names_the_valid_ones(capsys):
     assert main(["perf", "--model", "gpt-5", "--gpu", "a100", "--linear", "8"]) == 2
     assert "valid names: llama-2-7b" in capsys.readouterr().err
+
+
+def test_kv_capacity_matches_distserve_token_capacities():
+    """DistServe's A100 KV-token capacities (OPT, no pipelining) are reproduced at mem_util 0.95 within 6 %."""
+    import pandas as pd
+
+    table = pd.read_csv(profiles.profiles_dir() / "distserve" / "max_num_tokens.csv")
+    table = table[(table["pp"] == 1) & table["model"].isin(["facebook/opt-13b", "facebook/opt-66b"])]
+    assert len(table) == 10
+    for _, row in table.iterrows():
+        pm = PerfModel(row["model"].split("/")[1], "a100", int(row["tp"]), max_batched_tokens=2048)
+        assert pm.kv_capacity_tokens(0.95) == pytest.approx(row["max_num_tokens"], rel=0.06), row.to_dict()
