@@ -6,6 +6,7 @@ import itertools
 import os
 import warnings
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -203,10 +204,11 @@ def test_on_error_raise_stops_with_the_failed_point(where, client):
 
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # a restarted worker's dashboard
 def test_a_point_that_kills_its_worker_is_reported_and_no_point_is_lost():
-    # Dask retries a task whose worker died (``allowed-failures``, default 3) and then gives up on
-    # it, and on any point that kept being queued on the same dying worker.
-    with pytest.warns(SweepWarning, match="'seed': 1"):
-        df = sweep({"seed": [0, 1, 2, 3]}, dies_on_seed_1, jobs=2, progress=False)
+    # Dask retries a task whose worker died (``allowed-failures``, default 3; 0 here to keep the test
+    # short) and then gives up on it, and on any point queued on the same dying worker.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with pytest.warns(SweepWarning, match="'seed': 1"):
+            df = sweep({"seed": [0, 1, 2, 3]}, dies_on_seed_1, jobs=2, progress=False)
     failed = {f.params["seed"]: f for f in df.attrs["failures"]}
     assert 1 in failed and "KilledWorker" in failed[1].error
     assert sorted([*df["seed"], *failed]) == [0, 1, 2, 3]
