@@ -7,8 +7,12 @@ from .loaders import FORMATS, LoadedTrace, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
 from .turns import turn_of
 from .writers import write_bailian, write_mooncake, write_trace
+from .synthetic import AGENT, CHAT, SessionWorkloadConfig, synth_agent_workload, synth_chat_workload, synth_workload
+from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceSkipWarning",
            "FORMATS", "LoadedTrace", "detect_format", "load_trace", "read_trace", "infer_sessions", "turn_of",
-           "write_bailian", "write_mooncake", "write_trace"]
+           "write_bailian", "write_mooncake", "write_trace",
+           "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload",
+           "characterize", "prefix_reuse", "session_token_lorenz"]

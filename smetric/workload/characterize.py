@@ -222,6 +222,10 @@ def characterize(
         raise ValueError("cannot characterize an empty workload")
     if reuse is None:
         reuse = prefix_reuse(workload, lru_blocks)
+    missing = [f"lru_hit_tokens_{int(c)}" for c in lru_blocks if f"lru_hit_tokens_{int(c)}" not in reuse]
+    if len(reuse) != len(workload) or missing:
+        raise ValueError(f"the reuse frame does not belong to this workload or lacks {missing}: "
+                         f"compute it with prefix_reuse(workload, lru_blocks)")
     inp, out, turn = workload.input_len, workload.output_len, workload.turn
     hit, session_hit = reuse["hit_tokens"].to_numpy(), reuse["session_hit_tokens"].to_numpy()
     first = turn == 0

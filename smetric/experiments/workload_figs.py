@@ -1,0 +1,124 @@
+"""Figure 1: workload characterization (SMetric §3, Findings 1-6) on synthetic and public traces.
+
+:func:`workload_characterization` characterizes the synthetic agent and chat workloads and the
+Mooncake traces into one tidy frame; :func:`plot_workload_characterization` draws its four panels
+(reuse by request kind, intra- vs cross-session reuse, reuse-distance CDF, session Lorenz curve);
+:func:`workload_claims` compares the reproduced numbers with the paper's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..workload import Workload, load_trace
+from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
+from ..workload.synthetic import AGENT, AGENT_TARGETS, CHAT_TARGETS, synth_agent_workload, synth_chat_workload
+
+__all__ = ["workload_characterization", "plot_workload_characterization", "workload_claims"]
+
+AGENT_LABEL = "synthetic agent"
+CHAT_LABEL = "synthetic chat"
+_TRACE_LABELS = {"mooncake-conversation": "Mooncake conversation", "mooncake-synthetic": "Mooncake synthetic"}
+_N_QUANTILES = 201
+
+
+def _panels(label: str, workload: Workload) -> list[pd.DataFrame]:
+    reuse = prefix_reuse(workload, DEFAULT_LRU_BLOCKS)
+    stats = characterize(workload, DEFAULT_LRU_BLOCKS, reuse=reuse)
+    rows = [pd.DataFrame({"panel": "summary", "category": stats.index, "x": np.nan, "y": stats.to_numpy()})]
+    rows.append(pd.DataFrame({
+        "panel": "reuse", "category": ["all requests", "first turns", "follow-ups"], "x": np.nan,
+        "y": [stats["reuse_ratio"], stats["first_turn_reuse_ratio"], stats["followup_reuse_ratio"]]}))
+    intra = stats["intra_session_reuse_share"]
+    rows.append(pd.DataFrame({"panel": "source", "category": ["intra-session", "cross-session"], "x": np.nan,
+                              "y": [intra, 1.0 - intra]}))
+    dist = reuse["reuse_distance"].to_numpy()[reuse["matched_blocks"].to_numpy() >= 2]
+    q = np.linspace(0.0, 1.0, _N_QUANTILES)
+    rows.append(pd.DataFrame({"panel": "distance_cdf", "category": "", "x": np.quantile(dist, q), "y": q}))
+    lorenz = session_token_lorenz(workload)
+    rows.append(pd.DataFrame({"panel": "lorenz", "category": "", "x": lorenz["session_share"],
+                              "y": lorenz["token_share"]}))
+    return [r.assign(trace=label) for r in rows]
+
+
+def workload_characterization(n_sessions: int = 20_000, chat_sessions: int = 20_000, seed: int = 0,
+                              traces: Sequence[str] = ("mooncake-conversation", "mooncake-synthetic")) -> pd.DataFrame:
+    """Characterize the synthetic agent and chat workloads and the given traces into one tidy frame.
+
+    Columns ``trace, panel, category, x, y``. Panels: ``summary`` (every :func:`characterize`
+    statistic, ``category`` = its name), ``reuse`` (reuse ratio of all requests, first turns and
+    follow-ups), ``source`` (intra- and cross-session share of the reuse), ``distance_cdf``
+    (quantiles of the reuse distance in s, requests matching >= 2 blocks) and ``lorenz`` (share of
+    tokens carried by the top ``x`` of sessions).
+    """
+    workloads = [(AGENT_LABEL, synth_agent_workload(n_sessions, seed=seed)),
+                 (CHAT_LABEL, synth_chat_workload(chat_sessions, seed=seed))]
+    workloads += [(_TRACE_LABELS.get(name, name), load_trace(name)) for name in traces]
+    frame = pd.concat([part for label, w in workloads for part in _panels(label, w)], ignore_index=True)
+    return frame[["trace", "panel", "category", "x", "y"]]
+
+
+def plot_workload_characterization(frame: pd.DataFrame):
+    """The four-panel figure of :func:`workload_characterization`'s frame; returns the Figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..plotting import set_style
+
+    set_style()
+    order = list(dict.fromkeys(frame["trace"]))
+    palette = dict(zip(order, sns.color_palette("colorblind", len(order))))
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
+    axes = axes.ravel()
+    panel = {name: frame[frame["panel"] == name] for name in ("reuse", "source", "distance_cdf", "lorenz")}
+    sns.barplot(panel["reuse"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[0])
+    axes[0].axhline(0.8, color="0.3", ls="--", lw=1)
+    axes[0].set(xlabel="", ylabel="prefix reuse (share of input tokens)", ylim=(0, 1),
+                title="Reuse (F1, F3): agent > 80 %,\nfirst turns 18-20 %")
+    sns.barplot(panel["source"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[1],
+                legend=False)
+    axes[1].axhline(0.65, color="0.3", ls="--", lw=1)
+    axes[1].set(xlabel="", ylabel="share of reused tokens", ylim=(0, 1), title="Where reuse comes from (F2):\n"
+                "> 65 % intra-session")
+    dist = panel["distance_cdf"].assign(x=lambda d: d["x"].clip(lower=0.1))
+    sns.lineplot(dist, x="x", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[2], legend=False)
+    axes[2].axvline(REUSE_WINDOW_S, color="0.3", ls="--", lw=1)
+    axes[2].set(xscale="log", xlabel="time since the matched prefix was last used (s; < 0.1 s drawn at 0.1)", ylabel="CDF of reuses",
+                title="Reuse distance (F4):\n~90 % within ~100 s")
+    sns.lineplot(panel["lorenz"], x="x", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[3],
+                 legend=False)
+    axes[3].axvline(0.25, color="0.3", ls="--", lw=1)
+    axes[3].axhline(0.8, color="0.3", ls=":", lw=1)
+    axes[3].set(xlabel="top share of sessions (by tokens)", ylabel="share of all tokens", xlim=(0, 1), ylim=(0, 1),
+                title="Session skew (F5):\ntop 25 % carry > 80 %")
+    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].get_legend().remove()
+    fig.legend(handles, labels, loc="lower center", ncol=len(order), frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def workload_claims(frame: pd.DataFrame) -> pd.DataFrame:
+    """Paper vs reproduced, one row per claim: ``claim`` (the paper's wording), ``band`` (the range that
+    counts as reproduced), ``trace``, ``reproduced`` and ``within`` (reproduced inside the band)."""
+    summary = frame[frame["panel"] == "summary"].set_index(["trace", "category"])["y"]
+    rows = []
+    for label, targets in ((AGENT_LABEL, AGENT_TARGETS), (CHAT_LABEL, CHAT_TARGETS)):
+        for stat, (lo, hi, source) in targets.items():
+            value = summary[(label, stat)]
+            rows.append({"claim": source, "band": f"[{lo:g}, {hi:g}]", "trace": label,
+                         "reproduced": value, "within": bool(lo <= value <= hi)})
+    per_instance = AGENT.requests_per_minute / 32
+    rows.append({"claim": "Finding 6: requests per minute are 43-48x the number of instances (generator "
+                 "input: requests_per_minute / 32 instances)", "band": "[43, 48]",
+                 "trace": AGENT_LABEL, "reproduced": per_instance, "within": bool(43 <= per_instance <= 48)})
+    for label, paper in (("Mooncake conversation", 0.40), ("Mooncake synthetic", 0.66)):
+        if (label, "reuse_ratio") in summary.index:
+            value = summary[(label, "reuse_ratio")]
+            rows.append({"claim": f"Mooncake paper Table 2: cache ratio ~{paper:g}",
+                         "band": f"[{paper - 0.05:g}, {paper + 0.05:g}]", "trace": label,
+                         "reproduced": value, "within": bool(abs(value - paper) <= 0.05)})
+    return pd.DataFrame(rows)
