@@ -108,6 +108,8 @@ def test_bad_arguments_fail_loudly():
         characterize(w, min_match_blocks=0)
     with pytest.raises(ValueError, match="empty"):
         characterize(_workload([]))
+    with pytest.raises(ValueError, match="lru_hit_tokens_3"):
+        characterize(w, lru_blocks=(3,), reuse=prefix_reuse(w))
 
 
 # ------------------------------------------------------------------ kernels vs plain-Python references
