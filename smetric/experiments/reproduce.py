@@ -94,7 +94,8 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
               progress: bool = True) -> pd.DataFrame:
     """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
 
-    ``quick`` sets ``SMETRIC_QUICK=1`` for the kernels (small sizes, same code paths);
+    ``quick`` sets ``SMETRIC_QUICK=1`` for the kernels (small sizes, same code paths) and sends
+    their figures to ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise;
     ``params`` are papermill parameters, passed to each notebook that declares them;
     ``jobs`` notebooks run at once. The runtime table is also written to ``build/runtimes.csv``.
     """
@@ -106,10 +107,11 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
         raise ValueError(f"no figure notebooks under {root / 'notebooks'}")
     out_dir = root / "build" / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("SMETRIC_ROOT", QUICK_ENV)}
+    saved = {k: os.environ.get(k) for k in ("SMETRIC_ROOT", QUICK_ENV, "SMETRIC_FIGURES")}
     os.environ["SMETRIC_ROOT"] = str(root)
-    if quick:
+    if quick:  # quick figures never overwrite the committed full-run ones
         os.environ[QUICK_ENV] = "1"
+        os.environ.setdefault("SMETRIC_FIGURES", str(root / "build" / "figures-quick"))
     else:
         os.environ.pop(QUICK_ENV, None)
     runs: list[NotebookRun] = []
