@@ -36,11 +36,8 @@ SPEC = PolicySpec(
     choices={"cache_view": CACHE_VIEWS},
     context=("block_size",), state_size=index_size)
 
-_IMBALANCE = SPEC.slot("imbalance")
-_SIGMA = SPEC.slot("sigma_factor")
-_TTL = SPEC.slot("index_ttl")
-_VIEW = SPEC.slot("cache_view")
-_B = SPEC.slot("block_size")
+_IMBALANCE, _SIGMA, _TTL, _VIEW, _B = (
+    SPEC.slots("imbalance", "sigma_factor", "index_ttl", "cache_view", "block_size"))
 _ROUTER = SPEC.code("cache_view", "router")
 
 

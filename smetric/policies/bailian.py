@@ -28,9 +28,7 @@ SPEC = PolicySpec(
     "local HBM/DRAM hit, running + waiting requests, in-flight context tokens (engine reports; exact here)",
     params={"alpha": 0.7, "beta": 0.15, "gamma": 0.15})
 
-_ALPHA = SPEC.slot("alpha")
-_BETA = SPEC.slot("beta")
-_GAMMA = SPEC.slot("gamma")
+_ALPHA, _BETA, _GAMMA = SPEC.slots("alpha", "beta", "gamma")
 
 
 @njit(cache=True)

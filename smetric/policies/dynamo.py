@@ -35,10 +35,7 @@ SPEC = PolicySpec(
     params={"overlap_weight": 1.0, "temperature": 0.0, "host_weight": 0.75},
     context=("block_size",))
 
-_W = SPEC.slot("overlap_weight")
-_T = SPEC.slot("temperature")
-_HOST = SPEC.slot("host_weight")
-_B = SPEC.slot("block_size")
+_W, _T, _HOST, _B = SPEC.slots("overlap_weight", "temperature", "host_weight", "block_size")
 
 
 @njit(cache=True)

@@ -37,13 +37,8 @@ SPEC = PolicySpec(
     choices={"prefix": ("estimate", "precise")},
     state_size=index_size)
 
-_W_PREFIX = SPEC.slot("w_prefix")
-_W_QUEUE = SPEC.slot("w_queue")
-_W_KV = SPEC.slot("w_kv")
-_W_LOAD = SPEC.slot("w_load_aware")
-_T = SPEC.slot("load_threshold")
-_MAX_BLOCKS = SPEC.slot("max_blocks")
-_PREFIX = SPEC.slot("prefix")
+_W_PREFIX, _W_QUEUE, _W_KV, _W_LOAD, _T, _MAX_BLOCKS, _PREFIX = (
+    SPEC.slots("w_prefix", "w_queue", "w_kv", "w_load_aware", "load_threshold", "max_blocks", "prefix"))
 _ESTIMATE = SPEC.code("prefix", "estimate")
 _CPU_WEIGHT = 0.8
 

@@ -35,10 +35,7 @@ SPEC = PolicySpec(
     params={"theta": 1.5, "transfer_rate": 2.5e5},
     context=("l_eq", "prefill_rate"))
 
-_THETA = SPEC.slot("theta")
-_TRANSFER = SPEC.slot("transfer_rate")
-_L_EQ = SPEC.slot("l_eq")
-_RATE = SPEC.slot("prefill_rate")
+_THETA, _TRANSFER, _L_EQ, _RATE = SPEC.slots("theta", "transfer_rate", "l_eq", "prefill_rate")
 
 
 @njit(cache=True)

@@ -39,11 +39,8 @@ SPEC = PolicySpec(
     params={"window": 180.0, "rebalance": 1.5, "warmup": 50.0, "tpot": 0.02, "decode_len": 45.0},
     state_size=lambda ctx: 1 + window_size(ctx.n_instances))
 
-_WINDOW = SPEC.slot("window")
-_REBALANCE = SPEC.slot("rebalance")
-_WARMUP = SPEC.slot("warmup")
-_TPOT = SPEC.slot("tpot")
-_DECODE_LEN = SPEC.slot("decode_len")
+_WINDOW, _REBALANCE, _WARMUP, _TPOT, _DECODE_LEN = (
+    SPEC.slots("window", "rebalance", "warmup", "tpot", "decode_len"))
 
 
 @njit(cache=True)

@@ -39,11 +39,8 @@ SPEC = PolicySpec(
     context=("block_size",),
     state_size=index_size)
 
-_THRESHOLD = SPEC.slot("cache_threshold")
-_ABS = SPEC.slot("balance_abs")
-_REL = SPEC.slot("balance_rel")
-_VIEW = SPEC.slot("cache_view")
-_B = SPEC.slot("block_size")
+_THRESHOLD, _ABS, _REL, _VIEW, _B = (
+    SPEC.slots("cache_threshold", "balance_abs", "balance_rel", "cache_view", "block_size"))
 _ROUTER = SPEC.code("cache_view", "router")
 
 

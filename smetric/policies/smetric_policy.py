@@ -49,15 +49,9 @@ SPEC = PolicySpec(
     context=("l_eq", "prefill_rate", "ttft_base", "ttft_per_1k"),
     state_size=lambda ctx: 1)
 
-_HIT_RATIO = SPEC.slot("hit_ratio")
-_SLACK = SPEC.slot("slack")
-_OVERLOAD = SPEC.slot("overload_factor")
-_GUARD = SPEC.slot("guard")
-_COST = SPEC.slot("cost")
-_L_EQ = SPEC.slot("l_eq")
-_RATE = SPEC.slot("prefill_rate")
-_TTFT_BASE = SPEC.slot("ttft_base")
-_TTFT_PER_1K = SPEC.slot("ttft_per_1k")
+_HIT_RATIO, _SLACK, _OVERLOAD, _GUARD, _COST, _L_EQ, _RATE, _TTFT_BASE, _TTFT_PER_1K = (
+    SPEC.slots("hit_ratio", "slack", "overload_factor", "guard", "cost",
+               "l_eq", "prefill_rate", "ttft_base", "ttft_per_1k"))
 _SLO = SPEC.code("guard", "slo")
 _OVERLOADED = SPEC.code("guard", "overload")
 _TOKENS = SPEC.code("cost", "tokens")

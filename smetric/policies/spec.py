@@ -66,6 +66,10 @@ class PolicySpec:
             raise ValueError(f"policy {self.name!r} has no parameter or context field {name!r}")
         return names.index(name)
 
+    def slots(self, *names: str) -> tuple[int, ...]:
+        """:meth:`slot` of each name, for unpacking into a policy module's constants."""
+        return tuple(self.slot(n) for n in names)
+
     def code(self, param: str, value: str) -> float:
         """Numeric code of a string choice (what the ``@njit`` function compares against)."""
         return float(self.choices[param].index(value))

@@ -44,8 +44,7 @@ SESSION = PolicySpec(
     params={"qps_window": 60.0},
     state_size=lambda ctx: 1 + 2 * VNODES * ctx.n_instances + window_size(ctx.n_instances))
 
-_VIEW = PREFIX.slot("cache_view")
-_B = PREFIX.slot("block_size")
+_VIEW, _B = PREFIX.slots("cache_view", "block_size")
 _ROUTER = PREFIX.code("cache_view", "router")
 _QPS_WINDOW = SESSION.slot("qps_window")
 
