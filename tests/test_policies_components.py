@@ -114,3 +114,26 @@ def test_sample_weighted_frequencies_follow_weights():
     counts = np.bincount([sample_weighted(w, x) for x in u], minlength=4) / u.size
     assert counts[1] == 0.0
     assert counts == pytest.approx([0.1, 0.0, 0.3, 0.6], abs=0.015)
+
+
+def test_cache_guard_flushes_when_dependencies_change(tmp_path, monkeypatch):
+    import importlib
+    from smetric.policies.cache_guard import refresh_module
+
+    (tmp_path / "guarded_mod.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    dep = tmp_path / "dep.py"
+    dep.write_text("A = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("guarded_mod")
+    assert mod.f(1) == 2                                   # compiled and cached
+    index = next((tmp_path / "__pycache__").glob("guarded_mod.f-*.nbi"))
+    assert refresh_module(mod, [dep]) is True             # first check: no stamp yet
+    assert refresh_module(mod, [dep]) is False            # unchanged
+    empty = index.stat().st_size
+    assert mod.f(1.5) == 2.5                               # a new signature is cached again
+    size = index.stat().st_size
+    assert size > empty
+    dep.write_text("A = 2\n")
+    assert refresh_module(mod, [dep]) is True             # changed: the index is emptied
+    assert index.stat().st_size == empty

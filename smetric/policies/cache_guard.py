@@ -2,15 +2,18 @@
 
 numba's ``cache=True`` stamps a cached function with the modification time of *its own* source
 file only. ``dispatch.route`` inlines every policy module, so after a policy is edited the cached
-``route`` would silently keep the old code. :func:`refresh_if_changed` stores a digest of the
-sources a dispatcher depends on next to its cache and flushes the cache when the digest changes.
-Engines whose cached loops call ``route`` should do the same with :func:`policy_sources`.
+``route`` -- and every cached engine function that calls it -- would silently keep the old code.
+:func:`refresh_module` stores a digest of the sources a module's compiled functions depend on
+next to their cache and flushes those caches when the digest changes. ``dispatch`` calls it for
+itself; an engine module whose cached loop calls ``route`` should end with
+``refresh_module(sys.modules[__name__], policy_sources())``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import ModuleType
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -21,7 +24,7 @@ def policy_sources() -> list[Path]:
 
 
 def digest(paths: list[Path]) -> str:
-    """SHA-1 over the contents of ``paths`` (in the given order)."""
+    """SHA-1 over the names and contents of ``paths`` (in the given order)."""
     h = hashlib.sha1()
     for path in paths:
         h.update(path.name.encode())
@@ -29,20 +32,28 @@ def digest(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
-def refresh_if_changed(dispatcher, paths: list[Path]) -> bool:
-    """Flush ``dispatcher``'s on-disk cache if ``paths`` changed since it was last checked; True if flushed."""
-    cache = getattr(dispatcher, "_cache", None)
-    cache_path = getattr(cache, "cache_path", None)
-    if cache_path is None:  # caching disabled (e.g. NUMBA_DISABLE_JIT): nothing can be stale
+def _cached_dispatchers(module: ModuleType) -> list:
+    """The ``@njit(cache=True)`` functions defined in ``module``."""
+    return [obj for obj in vars(module).values()
+            if getattr(obj, "_cache", None) is not None and getattr(obj, "py_func", None) is not None
+            and obj.py_func.__module__ == module.__name__ and getattr(obj._cache, "cache_path", None)]
+
+
+def refresh_module(module: ModuleType, paths: list[Path]) -> bool:
+    """Flush the on-disk cache of every cached ``@njit`` function of ``module`` if ``paths`` changed since
+    the last check; True if it flushed."""
+    dispatchers = _cached_dispatchers(module)
+    if not dispatchers:  # caching disabled (e.g. NUMBA_DISABLE_JIT): nothing can be stale
         return False
-    stamp = Path(cache_path) / f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__name__}.sources"
+    stamp = Path(dispatchers[0]._cache.cache_path) / f"{module.__name__}.sources"
     current = digest(paths)
     try:
         if stamp.read_text() == current:
             return False
     except OSError:
         pass
-    cache.flush()
+    for dispatcher in dispatchers:
+        dispatcher._cache.flush()
     try:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(current)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
 from . import aibrix, affinity, bailian, dynamo, llmd, lmetric, load_only, mooncake, preble, sglang
 from . import smetric_policy, vllm_router
-from .cache_guard import policy_sources, refresh_if_changed
+from .cache_guard import policy_sources, refresh_module
 
 
 @njit(cache=True)
@@ -47,4 +49,4 @@ def route(pid, view, req, blocks, params, state, rand):
     raise ValueError("unknown policy id")
 
 
-refresh_if_changed(route, policy_sources())
+refresh_module(sys.modules[__name__], policy_sources())
