@@ -26,9 +26,9 @@ import time
 
 import numpy as np
 import pandas as pd
-from distributed import Client, LocalCluster
+from distributed import Client
 
-from smetric.experiments.sweep import sweep
+from smetric.experiments.sweep import local_cluster, sweep
 
 POLICIES = ["round_robin", "random", "least_backlog", "power_of_two"]
 LOADS = [round(0.3 + 0.05 * i, 2) for i in range(16)]
@@ -80,8 +80,8 @@ def _timed(fn) -> tuple[float, pd.DataFrame]:
     return time.perf_counter() - t0, df
 
 
-def _local_client(n_workers: int) -> tuple[LocalCluster, Client]:
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+def _local_client(n_workers: int) -> tuple:
+    cluster = local_cluster(n_workers)
     return cluster, Client(cluster)
 
 

@@ -10,7 +10,7 @@ import dask
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +21,7 @@ from smetric.experiments.sweep import (
     SweepError,
     SweepWarning,
     grid_points,
+    local_cluster,
     sweep,
     sweep_environment,
 )
@@ -82,7 +83,7 @@ GRID = {"policy": ["round_robin", "smetric"], "load": [0.5, 1.0, 2.0], "seed": [
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    with local_cluster(2) as lc:
         yield lc
 
 
@@ -202,7 +203,6 @@ def test_on_error_raise_stops_with_the_failed_point(where, client):
     assert info.value.failure.params == {"seed": 3}
 
 
-@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")  # a restarted worker's dashboard
 def test_a_point_that_kills_its_worker_is_reported_and_no_point_is_lost():
     # Dask retries a task whose worker died (``allowed-failures``, default 3; 0 here to keep the test
     # short) and then gives up on it, and on any point queued on the same dying worker.

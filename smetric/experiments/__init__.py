@@ -1,5 +1,5 @@
 """smetric.experiments"""
 
-from .sweep import PointFailure, SweepError, SweepWarning, grid_points, sweep, sweep_environment
+from .sweep import PointFailure, SweepError, SweepWarning, grid_points, local_cluster, sweep, sweep_environment
 
-__all__ = ["PointFailure", "SweepError", "SweepWarning", "grid_points", "sweep", "sweep_environment"]
+__all__ = ["PointFailure", "SweepError", "SweepWarning", "grid_points", "local_cluster", "sweep", "sweep_environment"]

@@ -50,6 +50,7 @@ __all__ = [
     "SweepError",
     "SweepWarning",
     "grid_points",
+    "local_cluster",
     "sweep",
     "sweep_environment",
 ]
@@ -276,24 +277,32 @@ def _run_serial(points: list[dict], fn: Callable, shared: dict, progress: bool, 
     return outcomes
 
 
+def local_cluster(n_workers: int):
+    """A :class:`distributed.LocalCluster` as sweeps use it: ``n_workers`` single-threaded processes.
+
+    Start one yourself to reuse across several sweeps (``sweep(..., client=Client(cluster))``)
+    and pay the start-up (about a second) once.
+    """
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address="127.0.0.1:0",  # any free local port: never clashes with another cluster's 8787
+        env={"NUMBA_NUM_THREADS": "1"},
+    )
+
+
 def _connect(kind: str, target: Any, stack: ExitStack) -> Any:
     """A client for the target; clients and clusters started here are closed by ``stack``."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if kind == "client":
         return target
     if kind == "scheduler":
         return stack.enter_context(Client(target))
-    cluster = stack.enter_context(
-        LocalCluster(
-            n_workers=target,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            env={"NUMBA_NUM_THREADS": "1"},
-        )
-    )
-    return stack.enter_context(Client(cluster))
+    return stack.enter_context(Client(stack.enter_context(local_cluster(target))))
 
 
 def _run_dask(
