@@ -6,3 +6,12 @@ compares the SMETRIC routing policy with the production routers it is measured a
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """Lazy exports: ``smetric.simulate`` (imports the cluster engine on first use)."""
+    if name == "simulate":
+        from .cluster import simulate
+
+        return simulate
+    raise AttributeError(f"module 'smetric' has no attribute {name!r}")

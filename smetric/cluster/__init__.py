@@ -1,1 +1,11 @@
-"""smetric.cluster"""
+"""The cluster model: configuration, the numba engine, its pure-Python reference, and results.
+
+``simulate(workload, cluster, policy)`` replays a workload on a :class:`ClusterConfig` and returns
+a :class:`SimResult`. The engine's exact rules are in :mod:`smetric.cluster.engine`.
+"""
+
+from .config import SLO, ClusterConfig, GlobalStore, HardwareSpec
+from .result import SimResult
+from .simulate import simulate
+
+__all__ = ["SLO", "ClusterConfig", "GlobalStore", "HardwareSpec", "SimResult", "simulate"]

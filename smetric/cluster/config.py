@@ -1,0 +1,290 @@
+"""Cluster configuration: instances, engine limits, KV tiers, SLO and replay (frozen, validated dataclasses).
+
+Link and store defaults come from ``shared/reference/perfmodel.md`` §3.4:
+
+* host DRAM <-> GPU is PCIe-bound: ~20-26 GB/s achieved on Gen4, 40-55 GB/s on Gen5 (per GPU);
+* a global KV store (Mooncake Store) is NIC-bound: the Mooncake Transfer Engine measured
+  190 GB/s on 8x400 Gbps RoCE, i.e. ~24 GB/s per GPU of an 8-GPU node, and 87 GB/s on 4x200 Gbps;
+* a P->D transfer over one 400 Gb/s RDMA NIC achieves ~45-48 GB/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hardware import kernel
+
+__all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB"]
+
+GB = 1e9  # bytes per GB (decimal, as link and memory vendors count)
+
+MODES = ("colocated", "disaggregated")
+REPLAYS = ("open", "closed")
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _positive_int(name: str, value) -> None:
+    _require(isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value > 0,
+             f"{name} must be a positive integer, got {value!r}")
+
+
+def _positive(name: str, value, allow_inf: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and value > 0
+    ok = ok and (allow_inf or math.isfinite(value))
+    _require(ok, f"{name} must be a positive{'' if allow_inf else ' finite'} number, got {value!r}")
+
+
+def _non_negative(name: str, value) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    _require(ok and math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Per-request service-level objective: TTFT <= ttft_base + ttft_per_1k * prompt/1000 and TPOT <= tpot.
+
+    Defaults are the paper's (S1 p10): b = 1 s, a = 62.5 ms per 1K prompt tokens, TPOT <= 20 ms.
+    """
+
+    ttft_base: float = 1.0
+    ttft_per_1k: float = 0.0625
+    tpot: float = 0.020
+
+    def __post_init__(self) -> None:
+        _positive("SLO.ttft_base", self.ttft_base)
+        _non_negative("SLO.ttft_per_1k", self.ttft_per_1k)
+        _positive("SLO.tpot", self.tpot)
+
+    def ttft_limit(self, input_len) -> np.ndarray:
+        """TTFT limit (s) for prompts of ``input_len`` tokens."""
+        return self.ttft_base + self.ttft_per_1k * np.asarray(input_len, dtype=np.float64) / 1000.0
+
+
+@dataclass(frozen=True)
+class GlobalStore:
+    """A cluster-wide KV store (Mooncake Store / LMCache style): one LRU, one link per instance.
+
+    Attributes:
+        capacity_gb: bytes it can hold (GB); ``math.inf`` = unlimited.
+        bandwidth_gbs: read bandwidth of each instance's link to the store (GB/s); one instance's
+            loads are serialised on its link.
+        latency_s: fixed latency added to every load (s).
+    """
+
+    capacity_gb: float
+    bandwidth_gbs: float
+    latency_s: float = 0.5e-3
+
+    def __post_init__(self) -> None:
+        _positive("GlobalStore.capacity_gb", self.capacity_gb, allow_inf=True)
+        _positive("GlobalStore.bandwidth_gbs", self.bandwidth_gbs)
+        _non_negative("GlobalStore.latency_s", self.latency_s)
+
+    @classmethod
+    def provisioned(cls, tp: int = 1) -> "GlobalStore":
+        """A store that holds the whole working set, read at ~24 GB/s per GPU of the instance.
+
+        24 GB/s per GPU is the Mooncake Transfer Engine's measured 190 GB/s on 8x400 Gbps RoCE
+        shared by the 8 GPUs of a node (perfmodel.md §3.4); an instance of ``tp`` GPUs owns
+        ``tp`` of those NIC shares. The latency (0.5 ms) covers the store's metadata lookup.
+        """
+        _positive_int("tp", tp)
+        return cls(capacity_gb=math.inf, bandwidth_gbs=23.75 * tp, latency_s=0.5e-3)
+
+    @classmethod
+    def parse(cls, text: str, tp: int = 1) -> "GlobalStore | None":
+        """``provisioned`` | ``none`` | ``CAPACITY_GB:BANDWIDTH_GBPS`` (the CLI syntax)."""
+        key = text.strip().lower()
+        if key == "none":
+            return None
+        if key == "provisioned":
+            return cls.provisioned(tp)
+        parts = key.split(":")
+        if len(parts) != 2:
+            raise ValueError(f"--global-store must be provisioned, none or CAPACITY_GB:BANDWIDTH_GBPS, got {text!r}")
+        try:
+            capacity, bandwidth = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ValueError(f"--global-store CAPACITY_GB:BANDWIDTH_GBPS needs two numbers, got {text!r}") from None
+        return cls(capacity_gb=capacity, bandwidth_gbs=bandwidth)
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """What the engine needs from the performance model of one instance.
+
+    Attributes:
+        coefficients: the numba coefficient vector (see :mod:`smetric.hardware.kernel`).
+        kv_bytes_per_token: KV bytes of one token (whole model, all TP shards).
+        kv_capacity_tokens: HBM KV capacity of one instance (tokens).
+        l_eq: context length at which prefill attention per token equals the linear cost per token.
+        prefill_rate: prefill tokens per second of one instance (no cache, mid-size chunks).
+    """
+
+    coefficients: tuple
+    kv_bytes_per_token: float
+    kv_capacity_tokens: int
+    l_eq: float
+    prefill_rate: float
+
+    def __post_init__(self) -> None:
+        coef = tuple(float(c) for c in self.coefficients)
+        object.__setattr__(self, "coefficients", coef)
+        _require(len(coef) == kernel.N_COEF,
+                 f"HardwareSpec.coefficients needs {kernel.N_COEF} entries, got {len(coef)}")
+        _require(all(math.isfinite(c) and c >= 0 for c in coef),
+                 f"HardwareSpec.coefficients must be finite and >= 0, got {coef}")
+        _positive("HardwareSpec.kv_bytes_per_token", self.kv_bytes_per_token)
+        _positive_int("HardwareSpec.kv_capacity_tokens", self.kv_capacity_tokens)
+        _positive("HardwareSpec.l_eq", self.l_eq)
+        _positive("HardwareSpec.prefill_rate", self.prefill_rate)
+
+    @property
+    def coef_array(self) -> np.ndarray:
+        """The coefficients as the float64 array the numba kernels take."""
+        return np.asarray(self.coefficients, dtype=np.float64)
+
+    @classmethod
+    def from_coefficients(cls, coefficients, kv_bytes_per_token: float, kv_capacity_tokens: int) -> "HardwareSpec":
+        """A spec from a coefficient vector alone: ``l_eq`` = linear / attention cost per token,
+        ``prefill_rate`` = 2048 tokens over the time of a lone 2048-token prefill."""
+        coef = np.asarray(coefficients, dtype=np.float64)
+        attn = coef[kernel.C_ATTN_PREFILL]
+        l_eq = coef[kernel.C_LIN_PER_TOKEN] / attn if attn > 0 else 1e12
+        rate = 2048.0 / kernel.prefill_time_nb(coef, 2048.0, 0.0)
+        return cls(tuple(coef), float(kv_bytes_per_token), int(kv_capacity_tokens), float(l_eq), float(rate))
+
+    @classmethod
+    def example(cls, kv_capacity_tokens: int = 200_000) -> "HardwareSpec":
+        """The uncalibrated example model of :func:`smetric.hardware.kernel.example_coefficients` (tests)."""
+        return cls.from_coefficients(kernel.example_coefficients(), 131072.0, kv_capacity_tokens)
+
+    @classmethod
+    def from_perfmodel(cls, model: str, gpu: str, tp: int, gpu_mem_util: float,
+                       max_batched_tokens: int) -> "HardwareSpec":
+        """The spec of ``model`` on ``tp`` x ``gpu`` from :class:`smetric.hardware.PerfModel`
+        (``max_batched_tokens`` sizes its activation reserve)."""
+        from ..hardware import PerfModel  # the performance model lives in its own package
+
+        pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens)
+        return cls(tuple(np.asarray(pm.coefficients(), dtype=np.float64)), float(pm.kv_bytes_per_token),
+                   int(pm.kv_capacity_tokens(gpu_mem_util)), float(pm.l_eq), float(pm.prefill_rate()))
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A cluster of identical inference instances.
+
+    Attributes:
+        model, gpu, tp: the served model, the GPU type and tensor-parallel degree of one instance.
+        n_instances: instances in the cluster (prefill + decode when disaggregated).
+        mode: ``colocated`` (every instance prefills and decodes) or ``disaggregated``
+            (``n_prefill`` prefill instances hand the KV over to ``n_decode`` decode instances).
+        max_num_seqs: running sequences per instance (vLLM default 256).
+        max_batched_tokens: token budget of one iteration (decode tokens first, then prefill chunks).
+        gpu_mem_util: fraction of HBM the engine may use (weights + KV).
+        block_size: engine KV block (tokens); the workload is coarsened to the smallest multiple
+            of its own block size that is >= this. 256 keeps cache bookkeeping at ~100 blocks for a
+            25k-token agent prompt while a prefix hit loses < 256 tokens to rounding.
+        dram_gb, dram_bandwidth_gbs: per-instance host-DRAM KV tier (0 GB = none) and its PCIe
+            bandwidth (25 GB/s ~ PCIe Gen4 x16 achieved).
+        global_store: the cluster-wide KV store, or None.
+        kv_load_overlap: True = a request loading KV waits while the instance keeps iterating on
+            others; False = the load time is added to the iteration that admits the request.
+        pd_bandwidth_gbs: P->D KV transfer bandwidth into each decode instance (GB/s; one 400 Gb/s NIC).
+        slo: the per-request SLO used by the metrics.
+        replay: ``open`` (arrival = trace time / load factor) or ``closed`` (a session's next turn
+            arrives no earlier than its previous turn's finish plus the recorded gap).
+        hardware: an explicit :class:`HardwareSpec` (tests, custom hardware); None = from the
+            performance model of ``model`` on ``tp`` x ``gpu``.
+    """
+
+    model: str
+    gpu: str
+    tp: int = 1
+    n_instances: int = 1
+    mode: str = "colocated"
+    n_prefill: int = 0
+    n_decode: int = 0
+    max_num_seqs: int = 256
+    max_batched_tokens: int = 4096
+    gpu_mem_util: float = 0.9
+    block_size: int = 256
+    dram_gb: float = 0.0
+    dram_bandwidth_gbs: float = 25.0
+    global_store: GlobalStore | None = None
+    kv_load_overlap: bool = True
+    pd_bandwidth_gbs: float = 50.0
+    slo: SLO = field(default_factory=SLO)
+    replay: str = "open"
+    hardware: HardwareSpec | None = None
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
+        _require(isinstance(self.gpu, str) and self.gpu.strip() != "", f"gpu must be a name, got {self.gpu!r}")
+        _positive_int("tp", self.tp)
+        _positive_int("n_instances", self.n_instances)
+        _require(self.mode in MODES, f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.mode == "disaggregated":
+            _positive_int("n_prefill", self.n_prefill)
+            _positive_int("n_decode", self.n_decode)
+            _require(self.n_prefill + self.n_decode == self.n_instances,
+                     f"disaggregated: n_prefill ({self.n_prefill}) + n_decode ({self.n_decode}) "
+                     f"must equal n_instances ({self.n_instances})")
+        else:
+            _require(self.n_prefill == 0 and self.n_decode == 0,
+                     "n_prefill / n_decode are only meaningful with mode='disaggregated'")
+        _positive_int("max_num_seqs", self.max_num_seqs)
+        _positive_int("max_batched_tokens", self.max_batched_tokens)
+        _require(self.max_batched_tokens >= self.max_num_seqs,
+                 f"max_batched_tokens ({self.max_batched_tokens}) must be >= max_num_seqs ({self.max_num_seqs}) "
+                 "so that every running sequence can decode in each iteration")
+        _require(isinstance(self.gpu_mem_util, (int, float)) and 0 < self.gpu_mem_util <= 1,
+                 f"gpu_mem_util must be in (0, 1], got {self.gpu_mem_util!r}")
+        _positive_int("block_size", self.block_size)
+        _non_negative("dram_gb", self.dram_gb)
+        _positive("dram_bandwidth_gbs", self.dram_bandwidth_gbs)
+        _require(self.global_store is None or isinstance(self.global_store, GlobalStore),
+                 f"global_store must be a GlobalStore or None, got {self.global_store!r}")
+        _require(isinstance(self.kv_load_overlap, bool), f"kv_load_overlap must be a bool, got {self.kv_load_overlap!r}")
+        _positive("pd_bandwidth_gbs", self.pd_bandwidth_gbs, allow_inf=True)
+        _require(isinstance(self.slo, SLO), f"slo must be an SLO, got {self.slo!r}")
+        _require(self.replay in REPLAYS, f"replay must be one of {REPLAYS}, got {self.replay!r}")
+        _require(self.hardware is None or isinstance(self.hardware, HardwareSpec),
+                 f"hardware must be a HardwareSpec or None, got {self.hardware!r}")
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def disaggregated(self) -> bool:
+        """True in prefill/decode-disaggregated mode."""
+        return self.mode == "disaggregated"
+
+    @property
+    def n_routable(self) -> int:
+        """Instances the routing policy chooses among (the prefill instances when disaggregated)."""
+        return self.n_prefill if self.disaggregated else self.n_instances
+
+    def hardware_spec(self) -> HardwareSpec:
+        """The explicit ``hardware`` or the performance model's spec of this model/GPU/TP."""
+        if self.hardware is not None:
+            return self.hardware
+        return HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util, self.max_batched_tokens)
+
+    def engine_block_size(self, workload_block_size: int) -> int:
+        """Smallest multiple of the workload's block size that is >= ``block_size``."""
+        k = max(1, -(-self.block_size // workload_block_size))
+        return k * workload_block_size
+
+    def describe(self) -> str:
+        """One line for logs and plot titles."""
+        shape = (f"{self.n_prefill}P+{self.n_decode}D" if self.disaggregated else f"{self.n_instances}x")
+        store = "no global store" if self.global_store is None else (
+            f"global store {self.global_store.capacity_gb:g} GB @ {self.global_store.bandwidth_gbs:g} GB/s")
+        return f"{shape} {self.model} TP{self.tp} on {self.gpu}, {store}, {self.replay} replay"

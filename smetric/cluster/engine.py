@@ -1,0 +1,1129 @@
+"""The numba cluster engine: iteration-level simulation of N instances with tiered KV caches.
+
+Engine semantics
+================
+Both engines (this one and :mod:`smetric.cluster.reference`) implement exactly these rules.
+
+Inputs. The workload is coarsened to the engine block size ``B`` and its chained block ids are
+remapped to dense ids. A request has ``L >= 1`` prompt tokens and generates ``n_out = max(output, 1)``
+tokens. HBM holds ``C`` blocks per instance; a request needs ``ceil((L + n_out) / B)`` blocks when
+colocated (``ceil(L / B)`` on a prefill instance, ``ceil((L + n_out) / B)`` on a decode instance).
+A request that can never fit is rejected at arrival (``exceeds_kv_capacity``) without routing.
+
+Replay. ``open``: request ``r`` arrives at its (load-scaled) trace time. ``closed``: first turns
+arrive at their trace time; when a request ends (finishes, or is rejected) at ``t``, each of its
+children arrives at ``max(trace time, t + gap)``.
+
+Event order. The clock jumps to the earliest event. Instance events (an iteration ends, or an
+idle instance wakes because a KV load finished) come before arrivals at the same time; instance
+events tie by instance index, arrivals by (time, row).
+
+Arrival (router). The policy sees a view of every routable instance (the prefill instances when
+disaggregated), built at the arrival time: prefix hits per tier, queued prefill, counts, KV use and
+the request's estimated cost there (columns ``V_*`` of :mod:`smetric.policies.base`), and returns an
+instance. The request joins that instance's waiting queue (routing order); an idle instance forms a
+batch at once, a busy one considers it at its next iteration end.
+
+Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` = leading blocks in
+HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
+``h = min(k * B, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
+``h2 - h1``, ``h3 - h2``. The router's view uses the hits at arrival; the request's real hits are
+looked up again at admission (blocks may have been evicted or added meanwhile).
+
+Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arrival at an idle instance):
+
+1. Activation: admitted requests whose KV load has finished (``ready <= t``) become runnable: with
+   prompt left to compute they take chunks; otherwise (a disaggregated decode) they join the decode set.
+2. ``budget = max_batched_tokens - n_decode``: every decoding sequence contributes one token.
+3. Runnable prefills, in admission order, take chunks ``min(remaining, budget)`` while budget > 0.
+4. Admission (the queue discipline's next candidate; FCFS = routing order), while budget > 0, the
+   running count < ``max_num_seqs`` and the candidate's KV fits (head-of-line blocking: the first
+   that does not fit stops admission). Admitting looks up ``k1, k2, k3``, pins the ``k1`` HBM blocks,
+   touches its DRAM-hit blocks (tail first), evicts unpinned HBM blocks LRU-first (spilling them to
+   DRAM) until ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need``
+   blocks. It fits iff ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output
+   is reserved at admission (a simplification: vLLM allocates incrementally and preempts).
+   Loads start now: DRAM-hit tokens over the instance's PCIe link, global-hit tokens over its store
+   link (each link serialises: ``start = max(t, link_free)``, ``link_free = start + bytes / bw``; the
+   store adds its latency), a decode instance receives the whole prompt's KV over its P->D link.
+   With ``kv_load_overlap`` a request with a load in progress (``ready > t``) waits while the
+   instance iterates on others; without it the iteration is delayed by ``max(ready) - t`` and the
+   request runs now. A runnable admitted request takes its chunk (or joins the decode set) at once.
+5. Empty batch: the instance idles until its earliest load finishes (or the next arrival).
+   Otherwise the iteration lasts ``wait + iteration_time(n_tokens, prefill_attn, decode_ctx, n_decode)``
+   with ``n_tokens`` = chunk tokens + decodes, ``prefill_attn = sum c * (p + c / 2)`` (``p`` prompt
+   tokens already in KV, summed in batch order) and ``decode_ctx = sum (L + generated)``.
+
+Iteration end at ``t'``: every decoding sequence has one more token; chunks are done (in batch
+order); a request whose prompt is complete gets its first token at ``t'``, its prompt blocks from
+``k1`` on join the HBM cache (an already-cached id is shared and the reserved block freed), and the
+whole prompt is written through to the global store (tail first, evicting the store's LRU blocks).
+Then, in row order, the requests leaving the instance -- decodes that reached ``n_out``, prefill
+completions with ``n_out = 1``, and every prefill completion on a prefill instance -- unpin their
+prompt blocks (tail first; a block whose pin count reaches 0 becomes the most recently used) and
+free their reserved blocks; they finish at ``t'`` except disaggregated hand-offs. Colocated prefill
+completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'``. Finally the
+hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
+lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
+
+Eviction order. Unpinned blocks leave HBM least recently released first; because a request
+releases (and looks up) its blocks tail first, a prefix's head is always more recent than its tail,
+so every tier stays prefix-closed along every chain and a hit is a binary search (this engine) or
+a scan (the reference). DRAM and the global store are LRUs of their own with the same tail-first
+touches.
+
+Queued-prefill aggregates (``V_QUEUED_TOKENS/COST/ATTN``) are running sums of each routed
+request's remaining prefill: set at arrival (routing-time hit), at admission (real hit) and after
+each chunk; ``cost(n) = prefill_time(n new over L - n cached)``, ``attn(n) = n + n (L - n/2) / l_eq``;
+updated as ``(sum - old) + new``; reset to exactly 0 when no request of the instance has prefill left.
+
+Implementation (this engine only; the observable results are those of the rules above): a run of
+decode-only iterations in which nothing can change (no chunks, no admission possible until a
+finish, no load finishing) is one event: its ``K`` iterations end at
+``T(j) = T0 + j * base + step * j (j - 1) / 2`` because the iteration time is affine in
+``decode_ctx`` (which grows by ``n_decode`` per iteration). An arrival or hand-off cuts the run at
+the first iteration end after it; the router's view of a running instance counts the iterations
+completed so far. Finishes come from a per-instance min-heap keyed by (finishing iteration, row).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import namedtuple
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
+from ..policies import base as pb
+from ..policies.cache_guard import policy_sources, refresh_module
+from ..policies.dispatch import route
+from .inputs import UNLIMITED, EngineInput
+from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
+from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+
+__all__ = ["run_engine", "compile_engine", "ENGINE_SEMANTICS_VERSION"]
+
+ENGINE_SEMANTICS_VERSION = 1
+INF = np.inf
+
+# request states
+NOT_ARRIVED, WAITING, LOADING, PREFILL, DECODE, LEFT = 0, 1, 2, 3, 4, 5
+# instance roles
+COLOCATED, PREFILL_ROLE, DECODE_ROLE = 0, 1, 2
+
+# ---- per-request int columns (st.ri)
+RI_STATE, RI_INST, RI_DINST, RI_REM, RI_INKV, RI_K1, RI_PRIV, RI_NXT, RI_PRV, RI_JOIN = range(10)
+RI_CTOK, RI_REASON, RI_PREFILL, RI_HHBM, RI_HDRAM, RI_HGLOB = range(10, 16)
+N_RI = 16
+# ---- per-request float columns (st.rf)
+RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH, RF_READY, RF_CCOST, RF_CATTN = range(7)
+N_RF = 7
+# ---- per-instance int columns (st.ii)
+(II_ROLE, II_BUSY, II_WHEAD, II_WTAIL, II_NWAIT, II_PHEAD, II_PTAIL, II_NRUN, II_NLOAD, II_NDEC, II_SDEC,
+ II_ITER, II_SEGK, II_NBATCH, II_INFLIGHT, II_NQUEUED, II_QTOK, II_CTX, II_PINNED, II_CACHED, II_PRIV,
+ II_NFREE, II_DSIZE, II_DNFREE, II_HEAPN, II_SAMPLED, II_KVPEAK, II_STAT_PREFILL, II_STAT_DECODE,
+ II_ROUTED) = range(30)
+N_II = 30
+# ---- per-instance float columns (st.fi)
+(FI_FORM, FI_T0, FI_BASE, FI_STEP, FI_END, FI_WAKE, FI_MINREADY, FI_LDRAM, FI_LNET, FI_LPD, FI_QCOST,
+ FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR) = range(16)
+N_FI = 16
+# ---- slot columns of the HBM (st.hslot: block, pins, prev, next) and DRAM (st.dslot: block, prev, next)
+HS_BLOCK, HS_REF, HS_PREV, HS_NEXT = range(4)
+DS_BLOCK, DS_PREV, DS_NEXT = range(3)
+# ---- global ints / floats
+G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK = range(6)
+N_GI = 6
+GF_NOW, GF_WRITE = range(2)
+N_GF = 2
+
+EngineData = namedtuple("EngineData", [
+    "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
+    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
+    "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
+    "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
+    "sample_t0", "sample_dt", "n_samples", "hshift", "hmask", "dshift", "dmask"])
+
+EngineState = namedtuple("EngineState", [
+    "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
+    "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
+    "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv"])
+
+
+# ====================================================================== small helpers
+@njit(cache=True)
+def _n_blocks(tokens, block):
+    return (tokens + block - 1) // block
+
+
+@njit(cache=True)
+def _cap_tokens(k, block, prompt):
+    return min(k * block, prompt - 1)
+
+
+@njit(cache=True)
+def _blocks_of(d, r):
+    return d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+
+
+# ---- tournament tree over instances: the earliest next event, ties to the lower index
+@njit(cache=True)
+def _tree_set(st, i, t):
+    size = st.tt_t.shape[0] // 2
+    k = size + i
+    st.tt_t[k] = t
+    st.tt_i[k] = i
+    k //= 2
+    while k >= 1:
+        a, b = 2 * k, 2 * k + 1
+        if st.tt_t[b] < st.tt_t[a]:
+            st.tt_t[k] = st.tt_t[b]
+            st.tt_i[k] = st.tt_i[b]
+        else:
+            st.tt_t[k] = st.tt_t[a]
+            st.tt_i[k] = st.tt_i[a]
+        k //= 2
+
+
+@njit(cache=True)
+def _schedule(st, i):
+    """Publish instance ``i``'s next event time (iteration end if busy, else wake-up) to the tree."""
+    if st.ii[i, II_BUSY] == 1:
+        _tree_set(st, i, st.fi[i, FI_END])
+    else:
+        _tree_set(st, i, st.fi[i, FI_WAKE])
+
+
+# ---- arrival heap of (time, row)
+@njit(cache=True)
+def _ah_less(st, a, b):
+    return st.ah_t[a] < st.ah_t[b] or (st.ah_t[a] == st.ah_t[b] and st.ah_r[a] < st.ah_r[b])
+
+
+@njit(cache=True)
+def _ah_swap(st, a, b):
+    t, r = st.ah_t[a], st.ah_r[a]
+    st.ah_t[a], st.ah_r[a] = st.ah_t[b], st.ah_r[b]
+    st.ah_t[b], st.ah_r[b] = t, r
+
+
+@njit(cache=True)
+def _ah_push(st, t, r):
+    k = st.gi[G_AHN]
+    st.gi[G_AHN] = k + 1
+    st.ah_t[k] = t
+    st.ah_r[k] = r
+    while k > 0:
+        p = (k - 1) // 2
+        if not _ah_less(st, k, p):
+            break
+        _ah_swap(st, k, p)
+        k = p
+
+
+@njit(cache=True)
+def _ah_pop(st):
+    n = st.gi[G_AHN] - 1
+    st.gi[G_AHN] = n
+    _ah_swap(st, 0, n)
+    k = 0
+    while True:
+        a, b, m = 2 * k + 1, 2 * k + 2, k
+        if a < n and _ah_less(st, a, m):
+            m = a
+        if b < n and _ah_less(st, b, m):
+            m = b
+        if m == k:
+            break
+        _ah_swap(st, k, m)
+        k = m
+    return st.ah_r[n]
+
+
+# ---- per-instance min-heap of decode finishes, key = finishing iteration * n + row
+@njit(cache=True)
+def _dh_push(st, i, key):
+    h = st.dheap[i]
+    k = st.ii[i, II_HEAPN]
+    st.ii[i, II_HEAPN] = k + 1
+    h[k] = key
+    while k > 0:
+        p = (k - 1) // 2
+        if h[p] <= h[k]:
+            break
+        h[p], h[k] = h[k], h[p]
+        k = p
+
+
+@njit(cache=True)
+def _dh_pop(st, i):
+    h = st.dheap[i]
+    n = st.ii[i, II_HEAPN] - 1
+    st.ii[i, II_HEAPN] = n
+    top = h[0]
+    h[0] = h[n]
+    k = 0
+    while True:
+        a, b, m = 2 * k + 1, 2 * k + 2, k
+        if a < n and h[a] < h[m]:
+            m = a
+        if b < n and h[b] < h[m]:
+            m = b
+        if m == k:
+            break
+        h[k], h[m] = h[m], h[k]
+        k = m
+    return top
+
+
+# ---- intrusive request lists (waiting queue and prefill list share the RI_NXT/RI_PRV links)
+@njit(cache=True)
+def _list_append(st, i, head_col, tail_col, r):
+    tail = st.ii[i, tail_col]
+    st.ri[r, RI_PRV] = tail
+    st.ri[r, RI_NXT] = -1
+    if tail >= 0:
+        st.ri[tail, RI_NXT] = r
+    else:
+        st.ii[i, head_col] = r
+    st.ii[i, tail_col] = r
+
+
+@njit(cache=True)
+def _list_remove(st, i, head_col, tail_col, r):
+    p = st.ri[r, RI_PRV]
+    q = st.ri[r, RI_NXT]
+    if p >= 0:
+        st.ri[p, RI_NXT] = q
+    else:
+        st.ii[i, head_col] = q
+    if q >= 0:
+        st.ri[q, RI_PRV] = p
+    else:
+        st.ii[i, tail_col] = p
+    st.ri[r, RI_NXT] = -1
+    st.ri[r, RI_PRV] = -1
+
+
+# ====================================================================== segments (fast-forward)
+@njit(cache=True)
+def _boundary(st, i, j):
+    """End time of the ``j``-th iteration of instance ``i``'s current run (j >= 1)."""
+    jf = float(j)
+    return st.fi[i, FI_T0] + jf * st.fi[i, FI_BASE] + st.fi[i, FI_STEP] * (jf * (jf - 1.0) * 0.5)
+
+
+@njit(cache=True)
+def _iters_done(st, i, t, k_max):
+    """Largest j in [0, k_max] whose iteration end is <= t (j = 0: none)."""
+    base = st.fi[i, FI_BASE]
+    step = st.fi[i, FI_STEP]
+    d = t - st.fi[i, FI_T0]
+    if d <= 0.0:
+        return 0
+    if step > 0.0:
+        b = base - 0.5 * step
+        est = (-b + math.sqrt(b * b + 2.0 * step * d)) / step
+    else:
+        est = d / base
+    j = min(max(int(est), 0), k_max)
+    while j < k_max and _boundary(st, i, j + 1) <= t:
+        j += 1
+    while j > 0 and _boundary(st, i, j) > t:
+        j -= 1
+    return j
+
+
+@njit(cache=True)
+def _first_end_at_or_after(st, i, t, k_max):
+    """Smallest j >= 1 (capped at k_max) whose iteration end is >= t."""
+    m = _iters_done(st, i, t, k_max)
+    if m >= 1 and _boundary(st, i, m) == t:
+        return m
+    return min(m + 1, k_max)
+
+
+@njit(cache=True)
+def _cut(st, i, t, inclusive):
+    """A request entered busy instance ``i``'s queue at ``t``: end its run at the first iteration end
+    after ``t`` (or at ``t`` itself when ``inclusive``: that end is processed after the insertion)."""
+    k = st.ii[i, II_SEGK]
+    if k == 1:
+        return
+    m = _iters_done(st, i, t, k)
+    if inclusive and m >= 1 and _boundary(st, i, m) == t:
+        new_k = m
+    else:
+        new_k = m + 1
+    if new_k < k:
+        st.ii[i, II_SEGK] = new_k
+        st.fi[i, FI_END] = _boundary(st, i, new_k)
+        _schedule(st, i)
+
+
+# ====================================================================== KV tiers
+@njit(cache=True)
+def _hbm_slot(d, st, i, block):
+    return h_find(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
+
+
+@njit(cache=True)
+def _dram_slot(d, st, i, block):
+    if d.D == 0:
+        return -1
+    return h_find(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block)
+
+
+@njit(cache=True)
+def _prefix_len(d, st, i, blocks, lo, tier):
+    """Leading blocks present (binary search; every tier is prefix-closed). tier 0: HBM, 1: HBM or
+    DRAM, 2: the global store. ``lo`` leading blocks are known present."""
+    hi = blocks.shape[0]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        b = blocks[mid - 1]
+        if tier == 2:
+            present = st.g_in[b] != 0
+        else:
+            present = _hbm_slot(d, st, i, b) >= 0
+            if not present and tier == 1:
+                present = _dram_slot(d, st, i, b) >= 0
+        if present:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def _hits(d, st, i, blocks, k_global):
+    """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store."""
+    k1 = _prefix_len(d, st, i, blocks, 0, 0)
+    k2 = _prefix_len(d, st, i, blocks, k1, 1) if d.D > 0 else k1
+    return k1, k2, max(k2, k_global)
+
+
+@njit(cache=True)
+def _dram_touch(d, st, i, block):
+    s = _dram_slot(d, st, i, block)
+    if s >= 0:
+        ds = st.dslot[i]
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+        lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+
+
+@njit(cache=True)
+def _dram_spill(d, st, i, block):
+    """An HBM-evicted block enters this instance's DRAM tier (most recent), evicting its LRU block."""
+    if d.D == 0:
+        return
+    ds = st.dslot[i]
+    s = _dram_slot(d, st, i, block)
+    if s >= 0:
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+        lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+        return
+    if st.ii[i, II_DSIZE] == d.D:
+        old = st.dends[i, 0]
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], old)
+        h_delete(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, ds[DS_BLOCK, old])
+        st.dfree[i, st.ii[i, II_DNFREE]] = old
+        st.ii[i, II_DNFREE] += 1
+        st.ii[i, II_DSIZE] -= 1
+    st.ii[i, II_DNFREE] -= 1
+    s = st.dfree[i, st.ii[i, II_DNFREE]]
+    ds[DS_BLOCK, s] = block
+    h_insert(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block, s)
+    lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+    st.ii[i, II_DSIZE] += 1
+
+
+@njit(cache=True)
+def _hbm_pin(d, st, i, slot):
+    hs = st.hslot[i]
+    if hs[HS_REF, slot] == 0:
+        lru_unlink(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
+        st.ii[i, II_PINNED] += 1
+    hs[HS_REF, slot] += 1
+
+
+@njit(cache=True)
+def _hbm_unpin(d, st, i, block):
+    hs = st.hslot[i]
+    slot = _hbm_slot(d, st, i, block)
+    hs[HS_REF, slot] -= 1
+    if hs[HS_REF, slot] == 0:
+        lru_push_tail(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
+        st.ii[i, II_PINNED] -= 1
+
+
+@njit(cache=True)
+def _hbm_insert_pinned(d, st, i, block):
+    st.ii[i, II_NFREE] -= 1
+    slot = st.hfree[i, st.ii[i, II_NFREE]]
+    hs = st.hslot[i]
+    hs[HS_BLOCK, slot] = block
+    hs[HS_REF, slot] = 1
+    hs[HS_PREV, slot] = -1
+    hs[HS_NEXT, slot] = -1
+    h_insert(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block, slot)
+    st.ii[i, II_CACHED] += 1
+    st.ii[i, II_PINNED] += 1
+
+
+@njit(cache=True)
+def _hbm_evict_lru(d, st, i):
+    hs = st.hslot[i]
+    slot = st.hends[i, 0]
+    block = hs[HS_BLOCK, slot]
+    lru_unlink(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
+    h_delete(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
+    st.hfree[i, st.ii[i, II_NFREE]] = slot
+    st.ii[i, II_NFREE] += 1
+    st.ii[i, II_CACHED] -= 1
+    _dram_spill(d, st, i, block)
+
+
+@njit(cache=True)
+def _global_write_through(d, st, r):
+    """Touch (or insert) the prompt's blocks in the global store, tail first; evict its LRU blocks."""
+    if d.GCAP == 0:
+        return
+    blocks = _blocks_of(d, r)
+    L = d.input_len[r]
+    for j in range(blocks.shape[0] - 1, -1, -1):
+        b = blocks[j]
+        if st.g_in[b] != 0:
+            lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+            lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+            continue
+        st.g_in[b] = 1
+        lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+        st.gi[G_SIZE] += 1
+        st.gf[GF_WRITE] += min(d.B, L - j * d.B) * d.kvb
+        while st.gi[G_SIZE] > d.GCAP:
+            old = st.gi[G_HEAD]
+            lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], old)
+            st.g_in[old] = 0
+            st.gi[G_SIZE] -= 1
+
+
+# ====================================================================== request bookkeeping
+@njit(cache=True)
+def _set_queued(d, st, i, r, tok):
+    """Set request ``r``'s share of instance ``i``'s queued-prefill aggregates to ``tok`` tokens."""
+    cost = 0.0
+    attn = 0.0
+    if tok > 0:
+        L = float(d.input_len[r])
+        n = float(tok)
+        cost = prefill_time_nb(d.coef, n, L - n)
+        attn = n + n * (L - 0.5 * n) / d.l_eq
+    st.ii[i, II_QTOK] += tok - st.ri[r, RI_CTOK]
+    st.fi[i, FI_QCOST] = (st.fi[i, FI_QCOST] - st.rf[r, RF_CCOST]) + cost
+    st.fi[i, FI_QATTN] = (st.fi[i, FI_QATTN] - st.rf[r, RF_CATTN]) + attn
+    st.ri[r, RI_CTOK] = tok
+    st.rf[r, RF_CCOST] = cost
+    st.rf[r, RF_CATTN] = attn
+    if tok == 0:
+        st.ii[i, II_NQUEUED] -= 1
+        if st.ii[i, II_NQUEUED] == 0:
+            st.fi[i, FI_QCOST] = 0.0
+            st.fi[i, FI_QATTN] = 0.0
+
+
+@njit(cache=True)
+def _sample_until(d, st, i, t):
+    """Record instance ``i``'s (unchanged) state at every sample time before ``t``."""
+    k = st.ii[i, II_SAMPLED]
+    while k < d.n_samples and d.sample_t0 + k * d.sample_dt < t:
+        st.ts[i, k, TS_WAITING] = st.ii[i, II_NWAIT]
+        st.ts[i, k, TS_RUNNING] = st.ii[i, II_NRUN]
+        st.ts[i, k, TS_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
+        k += 1
+    st.ii[i, II_SAMPLED] = k
+
+
+@njit(cache=True)
+def _release_children(d, st, r, t):
+    if not d.closed:
+        return
+    for k in range(d.child_offsets[r], d.child_offsets[r + 1]):
+        c = d.children[k]
+        _ah_push(st, max(d.arrival[c], t + d.gap[c]), c)
+
+
+@njit(cache=True)
+def _join_decode(d, st, i, r):
+    """``r`` (one token generated) joins instance ``i``'s decode set before the next iteration."""
+    st.ri[r, RI_STATE] = DECODE
+    st.ri[r, RI_JOIN] = st.ii[i, II_ITER]
+    st.ii[i, II_NDEC] += 1
+    st.ii[i, II_SDEC] += d.input_len[r] + 1
+    _dh_push(st, i, (st.ii[i, II_ITER] + d.n_out[r] - 1) * d.n + r)
+
+
+@njit(cache=True)
+def _release(d, st, i, r, generated):
+    """``r`` leaves instance ``i``: unpin its prompt blocks tail first, free its reserved blocks."""
+    if st.ii[i, II_ROLE] != DECODE_ROLE:
+        blocks = _blocks_of(d, r)
+        for j in range(blocks.shape[0] - 1, -1, -1):
+            _hbm_unpin(d, st, i, blocks[j])
+    st.ii[i, II_PRIV] -= st.ri[r, RI_PRIV]
+    st.ri[r, RI_PRIV] = 0
+    st.ii[i, II_NRUN] -= 1
+    st.ii[i, II_INFLIGHT] -= 1
+    st.ii[i, II_CTX] -= d.input_len[r] + generated
+    st.ri[r, RI_STATE] = LEFT
+
+
+@njit(cache=True)
+def _cache_prompt(d, st, i, r):
+    """Prefill done: blocks from k1 on join the HBM cache (pinned); write-through to the store."""
+    blocks = _blocks_of(d, r)
+    for j in range(st.ri[r, RI_K1], blocks.shape[0]):
+        slot = _hbm_slot(d, st, i, blocks[j])
+        if slot >= 0:
+            _hbm_pin(d, st, i, slot)
+        else:
+            _hbm_insert_pinned(d, st, i, blocks[j])
+        st.ii[i, II_PRIV] -= 1
+        st.ri[r, RI_PRIV] -= 1
+    _global_write_through(d, st, r)
+
+
+@njit(cache=True)
+def _global_prefix(d, st, blocks):
+    if d.GCAP == 0:
+        return 0
+    return _prefix_len(d, st, 0, blocks, 0, 2)
+
+
+# ====================================================================== admission
+@njit(cache=True)
+def _admit(d, st, i, r, t):
+    """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready)."""
+    L = d.input_len[r]
+    if st.ii[i, II_ROLE] == DECODE_ROLE:
+        total = _n_blocks(L + d.n_out[r], d.B)
+        if st.ii[i, II_PRIV] + total > d.C:
+            return False, t
+        st.ii[i, II_PRIV] += total
+        st.ri[r, RI_PRIV] = total
+        start = max(t, st.fi[i, FI_LPD])
+        st.fi[i, FI_LPD] = start + L * d.kvb / d.pd_bw
+        st.fi[i, FI_PDR] += L * d.kvb
+        st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
+        st.rf[r, RF_ADMIT] = t
+        return True, st.fi[i, FI_LPD]
+    blocks = _blocks_of(d, r)
+    nb = blocks.shape[0]
+    total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.B)
+    k1, k2, k3 = _hits(d, st, i, blocks, _global_prefix(d, st, blocks))
+    hs = st.hslot[i]
+    newly = 0
+    for j in range(k1):
+        slot = _hbm_slot(d, st, i, blocks[j])
+        if slot < 0:
+            raise RuntimeError("HBM cache is not prefix-closed (engine invariant broken)")
+        if hs[HS_REF, slot] == 0:
+            newly += 1
+    need = total - k1
+    if st.ii[i, II_PINNED] + newly + st.ii[i, II_PRIV] + need > d.C:
+        return False, t
+    for j in range(k1):
+        _hbm_pin(d, st, i, _hbm_slot(d, st, i, blocks[j]))
+    for j in range(k2 - 1, k1 - 1, -1):
+        _dram_touch(d, st, i, blocks[j])
+    while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + need > d.C:
+        _hbm_evict_lru(d, st, i)
+    st.ii[i, II_PRIV] += need
+    st.ri[r, RI_PRIV] = need
+    st.ri[r, RI_K1] = k1
+    st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
+    h1 = _cap_tokens(k1, d.B, L)
+    h2 = _cap_tokens(k2, d.B, L)
+    h3 = _cap_tokens(k3, d.B, L)
+    st.ri[r, RI_HHBM] = h1
+    st.ri[r, RI_HDRAM] = h2 - h1
+    st.ri[r, RI_HGLOB] = h3 - h2
+    st.ri[r, RI_REM] = L - h3
+    st.ri[r, RI_INKV] = h3
+    _set_queued(d, st, i, r, L - h3)
+    st.rf[r, RF_ADMIT] = t
+    ready = t
+    if h2 - h1 > 0:
+        start = max(t, st.fi[i, FI_LDRAM])
+        st.fi[i, FI_LDRAM] = start + (h2 - h1) * d.kvb / d.dram_bw
+        ready = max(ready, st.fi[i, FI_LDRAM])
+        st.fi[i, FI_DRAMR] += (h2 - h1) * d.kvb
+    if h3 - h2 > 0:
+        start = max(t, st.fi[i, FI_LNET])
+        st.fi[i, FI_LNET] = start + (h3 - h2) * d.kvb / d.global_bw
+        ready = max(ready, st.fi[i, FI_LNET] + d.global_lat)
+        st.fi[i, FI_GLOBR] += (h3 - h2) * d.kvb
+    return True, ready
+
+
+@njit(cache=True)
+def _next_candidate(d, st, i):
+    """The queue discipline: which waiting request to try to admit next (FCFS: the oldest routed)."""
+    return st.ii[i, II_WHEAD]
+
+
+# ====================================================================== batch formation
+@njit(cache=True)
+def _activate(d, st, i, t):
+    """Admitted requests whose KV load finished by ``t`` become runnable (admission order)."""
+    if st.ii[i, II_NLOAD] == 0 or st.fi[i, FI_MINREADY] > t:
+        return
+    min_ready = INF
+    r = st.ii[i, II_PHEAD]
+    while r >= 0:
+        nxt = st.ri[r, RI_NXT]
+        if st.ri[r, RI_STATE] == LOADING:
+            if st.rf[r, RF_READY] <= t:
+                st.ii[i, II_NLOAD] -= 1
+                if st.ri[r, RI_REM] > 0:
+                    st.ri[r, RI_STATE] = PREFILL
+                else:
+                    _list_remove(st, i, II_PHEAD, II_PTAIL, r)
+                    _join_decode(d, st, i, r)
+            else:
+                min_ready = min(min_ready, st.rf[r, RF_READY])
+        r = nxt
+    st.fi[i, FI_MINREADY] = min_ready
+
+
+@njit(cache=True)
+def _add_chunk(st, i, r, budget):
+    c = min(st.ri[r, RI_REM], budget)
+    k = st.ii[i, II_NBATCH]
+    st.batch_r[i, k] = r
+    st.batch_c[i, k] = c
+    st.ii[i, II_NBATCH] = k + 1
+    return budget - c
+
+
+@njit(cache=True)
+def _form_batch(d, st, i, t):
+    """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
+    _activate(d, st, i, t)
+    budget = d.mbt - st.ii[i, II_NDEC]
+    st.ii[i, II_NBATCH] = 0
+    r = st.ii[i, II_PHEAD]
+    while r >= 0 and budget > 0:
+        if st.ri[r, RI_STATE] == PREFILL:
+            budget = _add_chunk(st, i, r, budget)
+        r = st.ri[r, RI_NXT]
+    wait = 0.0
+    while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.mns:
+        r = _next_candidate(d, st, i)
+        ok, ready = _admit(d, st, i, r, t)
+        if not ok:
+            break
+        _list_remove(st, i, II_WHEAD, II_WTAIL, r)
+        st.ii[i, II_NWAIT] -= 1
+        st.ii[i, II_NRUN] += 1
+        if ready > t and d.overlap:
+            st.ri[r, RI_STATE] = LOADING
+            st.rf[r, RF_READY] = ready
+            _list_append(st, i, II_PHEAD, II_PTAIL, r)
+            st.ii[i, II_NLOAD] += 1
+            st.fi[i, FI_MINREADY] = min(st.fi[i, FI_MINREADY], ready)
+            continue
+        if ready > t:
+            wait = max(wait, ready - t)
+        if st.ri[r, RI_REM] > 0:
+            st.ri[r, RI_STATE] = PREFILL
+            _list_append(st, i, II_PHEAD, II_PTAIL, r)
+            budget = _add_chunk(st, i, r, budget)
+        else:
+            _join_decode(d, st, i, r)
+            budget -= 1
+    n_dec = st.ii[i, II_NDEC]
+    nb = st.ii[i, II_NBATCH]
+    if nb == 0 and n_dec == 0:
+        st.ii[i, II_BUSY] = 0
+        st.fi[i, FI_WAKE] = st.fi[i, FI_MINREADY] if st.ii[i, II_NLOAD] > 0 else INF
+        _schedule(st, i)
+        return
+    sdec = float(st.ii[i, II_SDEC])
+    fdec = float(n_dec)
+    if nb > 0 or wait > 0.0:
+        pattn = 0.0
+        ntok = n_dec
+        for k in range(nb):
+            c = st.batch_c[i, k]
+            pattn += prefill_attn_work(float(c), float(st.ri[st.batch_r[i, k], RI_INKV]))
+            ntok += c
+        st.fi[i, FI_BASE] = iteration_time_nb(d.coef, float(ntok), pattn, sdec, fdec)
+        st.fi[i, FI_STEP] = 0.0
+        k_run = 1
+    else:
+        base = iteration_time_nb(d.coef, fdec, 0.0, sdec, fdec)
+        st.fi[i, FI_BASE] = base
+        st.fi[i, FI_STEP] = iteration_time_nb(d.coef, fdec, 0.0, sdec + fdec, fdec) - base
+        k_run = st.dheap[i, 0] // d.n - st.ii[i, II_ITER]
+    st.fi[i, FI_FORM] = t
+    st.fi[i, FI_T0] = t + wait
+    if k_run > 1 and st.ii[i, II_NLOAD] > 0:
+        k_run = _first_end_at_or_after(st, i, st.fi[i, FI_MINREADY], k_run)
+    st.ii[i, II_SEGK] = k_run
+    st.ii[i, II_BUSY] = 1
+    st.fi[i, FI_END] = _boundary(st, i, k_run)
+    st.fi[i, FI_WAKE] = INF
+    _schedule(st, i)
+
+
+# ====================================================================== iteration end
+@njit(cache=True)
+def _sort_small(a, n):
+    for x in range(1, n):
+        v = a[x]
+        y = x - 1
+        while y >= 0 and a[y] > v:
+            a[y + 1] = a[y]
+            y -= 1
+        a[y + 1] = v
+
+
+@njit(cache=True)
+def _finish(d, st, r, t):
+    st.rf[r, RF_FINISH] = t
+    st.ri[r, RI_REASON] = 0
+    _release_children(d, st, r, t)
+
+
+@njit(cache=True)
+def _end_run(d, st, i, t):
+    """Instance ``i``'s run of iterations ends at ``t``: tokens, completions, releases, next batch."""
+    k_run = st.ii[i, II_SEGK]
+    n_dec = st.ii[i, II_NDEC]
+    role = st.ii[i, II_ROLE]
+    st.ii[i, II_BUSY] = 0
+    st.ii[i, II_ITER] += k_run
+    st.fi[i, FI_BUSY] += t - st.fi[i, FI_FORM]
+    st.ii[i, II_STAT_DECODE] += k_run * n_dec
+    st.ii[i, II_CTX] += k_run * n_dec
+    st.ii[i, II_SDEC] += k_run * n_dec
+    leave = st.scratch
+    n_leave = 0
+    n_done = 0
+    for k in range(st.ii[i, II_NBATCH]):
+        r = st.batch_r[i, k]
+        c = st.batch_c[i, k]
+        st.ri[r, RI_REM] -= c
+        st.ri[r, RI_INKV] += c
+        st.ri[r, RI_PREFILL] += c
+        st.ii[i, II_STAT_PREFILL] += c
+        _set_queued(d, st, i, r, st.ri[r, RI_REM])
+        if st.ri[r, RI_REM] == 0:
+            st.rf[r, RF_FIRST] = t
+            st.ii[i, II_CTX] += 1
+            _cache_prompt(d, st, i, r)
+            _list_remove(st, i, II_PHEAD, II_PTAIL, r)
+            if role == PREFILL_ROLE or d.n_out[r] == 1:
+                leave[n_leave] = r
+                n_leave += 1
+            else:
+                st.batch_r[i, n_done] = r  # completions that stay to decode
+                n_done += 1
+    st.ii[i, II_NBATCH] = 0
+    it = st.ii[i, II_ITER]
+    while st.ii[i, II_HEAPN] > 0 and st.dheap[i, 0] // d.n == it:
+        r = _dh_pop(st, i) % d.n
+        st.ii[i, II_NDEC] -= 1
+        st.ii[i, II_SDEC] -= d.input_len[r] + d.n_out[r]
+        leave[n_leave] = r
+        n_leave += 1
+    _sort_small(leave, n_leave)
+    n_hand = 0
+    for k in range(n_leave):
+        r = leave[k]
+        generated = 1 if st.ri[r, RI_STATE] != DECODE else d.n_out[r]
+        _release(d, st, i, r, generated)
+        if role == PREFILL_ROLE and d.n_out[r] > 1:
+            st.handoff[n_hand] = r
+            n_hand += 1
+        else:
+            _finish(d, st, r, t)
+    for k in range(n_done):
+        _join_decode(d, st, i, st.batch_r[i, k])
+    _form_batch(d, st, i, t)
+    if n_hand > 0:
+        _hand_over(d, st, i, n_hand, t)
+
+
+@njit(cache=True)
+def _hand_over(d, st, src, n_hand, t):
+    """Disaggregated: prefilled requests go to the decode instance with the fewest in flight."""
+    for k in range(n_hand):
+        r = st.handoff[k]
+        best = d.n_routable
+        for j in range(d.n_routable + 1, d.n_inst):
+            if st.ii[j, II_INFLIGHT] < st.ii[best, II_INFLIGHT]:
+                best = j
+        _sample_until(d, st, best, t)
+        st.ri[r, RI_STATE] = WAITING
+        st.ri[r, RI_DINST] = best
+        _list_append(st, best, II_WHEAD, II_WTAIL, r)
+        st.ii[best, II_NWAIT] += 1
+        st.ii[best, II_INFLIGHT] += 1
+        st.ii[best, II_CTX] += d.input_len[r] + 1
+        st.ii[best, II_ROUTED] += 1
+        st.mark[best] = 1
+    for j in range(d.n_routable, d.n_inst):
+        if st.mark[j] == 1:
+            st.mark[j] = 0
+            if st.ii[j, II_BUSY] == 0:
+                _form_batch(d, st, j, t)
+            else:
+                _cut(st, j, t, j > src)
+
+
+# ====================================================================== arrivals
+@njit(cache=True)
+def _build_view(d, st, r, t):
+    """Fill ``st.vbuf`` (one row per routable instance) for request ``r`` at time ``t``."""
+    blocks = _blocks_of(d, r)
+    L = d.input_len[r]
+    kg = _global_prefix(d, st, blocks)
+    v = st.vbuf
+    for i in range(d.n_routable):
+        k1, k2, k3 = _hits(d, st, i, blocks, kg)
+        h1 = _cap_tokens(k1, d.B, L)
+        h2 = _cap_tokens(k2, d.B, L)
+        h3 = _cap_tokens(k3, d.B, L)
+        ctx = st.ii[i, II_CTX]
+        if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
+            ctx += st.ii[i, II_NDEC] * _iters_done(st, i, t, st.ii[i, II_SEGK])
+        v[i, pb.V_HIT_HBM] = h1
+        v[i, pb.V_HIT_DRAM] = h2 - h1
+        v[i, pb.V_HIT_GLOBAL] = h3 - h2
+        v[i, pb.V_QUEUED_TOKENS] = st.ii[i, II_QTOK]
+        v[i, pb.V_QUEUED_COST] = st.fi[i, FI_QCOST]
+        v[i, pb.V_N_RUNNING] = st.ii[i, II_NRUN]
+        v[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
+        v[i, pb.V_IN_FLIGHT] = st.ii[i, II_INFLIGHT]
+        v[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
+        v[i, pb.V_KV_CAPACITY] = d.C
+        v[i, pb.V_CONTEXT_TOKENS] = ctx
+        v[i, pb.V_REQ_COST] = prefill_time_nb(d.coef, float(L - h3), float(h3))
+        v[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
+
+
+@njit(cache=True)
+def _arrive(d, st, r, t):
+    st.rf[r, RF_ARR] = t
+    L = d.input_len[r]
+    nb = d.block_offsets[r + 1] - d.block_offsets[r]
+    if _n_blocks(L + d.n_out[r], d.B) > d.C or nb > d.C:
+        st.ri[r, RI_REASON] = 1
+        _release_children(d, st, r, t)
+        return
+    _build_view(d, st, r, t)
+    q = st.reqv
+    q[pb.R_INPUT_LEN] = L
+    q[pb.R_TURN] = d.turn[r]
+    q[pb.R_SESSION] = d.session[r]
+    q[pb.R_HISTORY] = d.history[r]
+    q[pb.R_NOW] = t
+    q[pb.R_PRIORITY] = d.priority[r]
+    q[pb.R_INDEX] = r
+    i = route(d.pid, st.vbuf, q, _blocks_of(d, r), d.params, st.pstate, d.rand[r])
+    if i < 0 or i >= d.n_routable:
+        raise ValueError("the routing policy returned an instance index out of range")
+    _sample_until(d, st, i, t)
+    st.ri[r, RI_INST] = i
+    if not d.disagg:
+        st.ri[r, RI_DINST] = i
+    st.ri[r, RI_STATE] = WAITING
+    _list_append(st, i, II_WHEAD, II_WTAIL, r)
+    st.ii[i, II_NWAIT] += 1
+    st.ii[i, II_INFLIGHT] += 1
+    st.ii[i, II_CTX] += L
+    st.ii[i, II_ROUTED] += 1
+    st.ii[i, II_NQUEUED] += 1
+    hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
+    _set_queued(d, st, i, r, L - hit)
+    if st.ii[i, II_BUSY] == 0:
+        _form_batch(d, st, i, t)
+    else:
+        _cut(st, i, t, False)
+
+
+# ====================================================================== main loop
+@njit(cache=True)
+def _run(d, st, max_arrivals):
+    """Process events until ``max_arrivals`` more arrivals were handled; True when the run is over."""
+    handled = 0
+    while True:
+        ti = st.tt_t[1]
+        i = st.tt_i[1]
+        ta = st.ah_t[0] if st.gi[G_AHN] > 0 else INF
+        if ti == INF and ta == INF:
+            return True
+        if ti <= ta:
+            if ti < st.gf[GF_NOW]:
+                st.gi[G_CLOCK_BACK] += 1
+            st.gf[GF_NOW] = ti
+            _sample_until(d, st, i, ti)
+            if st.ii[i, II_BUSY] == 1:
+                _end_run(d, st, i, ti)
+            else:
+                _form_batch(d, st, i, ti)
+        else:
+            if handled == max_arrivals:
+                return False
+            if ta < st.gf[GF_NOW]:
+                st.gi[G_CLOCK_BACK] += 1
+            st.gf[GF_NOW] = ta
+            r = _ah_pop(st)
+            _arrive(d, st, r, ta)
+            handled += 1
+            st.gi[G_ARRIVED] += 1
+
+
+@njit(cache=True)
+def _finalize(d, st):
+    for i in range(d.n_inst):
+        _sample_until(d, st, i, INF)
+
+
+# ====================================================================== Python side
+def _make_data(inp: EngineInput) -> EngineData:
+    hsize_shift = new_table(1, inp.hbm_blocks)
+    d_cap = min(inp.dram_blocks, inp.n_unique)
+    dsize_shift = new_table(1, max(d_cap, 1))
+    gcap = 0 if inp.global_blocks == 0 else min(inp.global_blocks, UNLIMITED)
+    return EngineData(
+        arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
+        session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
+        block_ids=inp.block_ids, child_offsets=inp.child_offsets, children=inp.children, coef=inp.coef,
+        params=inp.params, rand=inp.rand, n=int(inp.n), n_inst=int(inp.n_instances),
+        n_routable=int(inp.n_routable), disagg=bool(inp.disaggregated), closed=bool(inp.closed),
+        overlap=bool(inp.overlap), mns=int(inp.max_num_seqs), mbt=int(inp.max_batched_tokens),
+        B=int(inp.block_size), C=int(inp.hbm_blocks), D=int(d_cap), GCAP=int(gcap),
+        kvb=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
+        global_lat=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
+        sample_t0=float(inp.arrival[0]), sample_dt=float(inp.sample_dt), n_samples=int(inp.n_samples),
+        hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
+        dmask=int(dsize_shift[2]))
+
+
+def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
+    n, m = inp.n, inp.n_instances
+    ri = np.zeros((n, N_RI), dtype=np.int64)
+    ri[:, [RI_INST, RI_DINST, RI_NXT, RI_PRV, RI_REASON]] = -1
+    rf = np.zeros((n, N_RF))
+    rf[:, [RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH]] = np.nan
+    ii = np.zeros((m, N_II), dtype=np.int64)
+    ii[:, [II_WHEAD, II_WTAIL, II_PHEAD, II_PTAIL]] = -1
+    ii[:, II_ROLE] = COLOCATED
+    if inp.disaggregated:
+        ii[:inp.n_routable, II_ROLE] = PREFILL_ROLE
+        ii[inp.n_routable:, II_ROLE] = DECODE_ROLE
+    ii[:, II_NFREE] = d.C
+    ii[:, II_DNFREE] = d.D
+    fi = np.zeros((m, N_FI))
+    fi[:, [FI_END, FI_WAKE, FI_MINREADY]] = np.inf
+    hkeys, hvals, _, _ = new_table(m, d.C)
+    dkeys, dvals, _, _ = new_table(m if d.D else 1, max(d.D, 1))
+    hslot = np.full((m, 4, d.C), -1, dtype=np.int64)
+    hslot[:, HS_REF] = 0
+    hfree = np.tile(np.arange(d.C - 1, -1, -1, dtype=np.int64), (m, 1))
+    dslots = max(d.D, 1)
+    dslot = np.full((m if d.D else 1, 3, dslots), -1, dtype=np.int64)
+    dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.D else 1, 1))
+    u = max(inp.n_unique, 1) if inp.global_blocks else 1
+    gi = np.zeros(N_GI, dtype=np.int64)
+    gi[G_HEAD] = gi[G_TAIL] = -1
+    roots = np.arange(n) if not inp.closed else np.flatnonzero(inp.parent < 0)
+    ah_t = np.zeros(n)
+    ah_r = np.zeros(n, dtype=np.int64)
+    ah_t[:len(roots)] = inp.arrival[roots]  # sorted by (time, row): already a valid heap
+    ah_r[:len(roots)] = roots
+    gi[G_AHN] = len(roots)
+    size = 1 << max(1, (m - 1).bit_length())
+    tt_t = np.full(2 * size, np.inf)
+    tt_i = np.zeros(2 * size, dtype=np.int64)
+    tt_i[size:] = np.arange(size)
+    for k in range(size - 1, 0, -1):
+        tt_i[k] = tt_i[2 * k]
+    gf = np.zeros(N_GF)
+    gf[GF_NOW] = -np.inf
+    return EngineState(
+        ri=ri, rf=rf, ii=ii, fi=fi, hkeys=hkeys, hvals=hvals, hslot=hslot, hfree=hfree,
+        hends=np.full((m, 2), -1, dtype=np.int64), dkeys=dkeys, dvals=dvals, dslot=dslot, dfree=dfree,
+        dends=np.full((m if d.D else 1, 2), -1, dtype=np.int64), g_in=np.zeros(u, dtype=np.int8),
+        g_prev=np.full(u, -1, dtype=np.int64), g_next=np.full(u, -1, dtype=np.int64), gi=gi, gf=gf,
+        ah_t=ah_t, ah_r=ah_r, tt_t=tt_t, tt_i=tt_i, dheap=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
+        batch_r=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
+        batch_c=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
+        scratch=np.zeros(2 * inp.max_num_seqs + 2, dtype=np.int64),
+        handoff=np.zeros(inp.max_num_seqs + 1, dtype=np.int64), mark=np.zeros(m, dtype=np.int8),
+        ts=np.zeros((m, inp.n_samples, N_TS), dtype=np.int64), pstate=inp.state.copy(),
+        vbuf=np.zeros((inp.n_routable, pb.N_VIEW)), reqv=np.zeros(pb.N_REQ))
+
+
+def _raw(inp: EngineInput, st: EngineState) -> RawRun:
+    ri, rf, ii, fi = st.ri, st.rf, st.ii, st.fi
+    reason = ri[:, RI_REASON].copy()
+    reason[reason < 0] = REASON_STALLED
+    return RawRun(
+        instance=ri[:, RI_INST].copy(), decode_instance=ri[:, RI_DINST].copy(), arrival=rf[:, RF_ARR].copy(),
+        admit=rf[:, RF_ADMIT].copy(), first_token=rf[:, RF_FIRST].copy(), finish=rf[:, RF_FINISH].copy(),
+        hit_hbm=ri[:, RI_HHBM].copy(), hit_dram=ri[:, RI_HDRAM].copy(), hit_global=ri[:, RI_HGLOB].copy(),
+        prefill_tokens=ri[:, RI_PREFILL].copy(), reason=reason,
+        inst_prefill_tokens=ii[:, II_STAT_PREFILL].copy(), inst_decode_tokens=ii[:, II_STAT_DECODE].copy(),
+        inst_iterations=ii[:, II_ITER].copy(), inst_busy=fi[:, FI_BUSY].copy(),
+        inst_routed=ii[:, II_ROUTED].copy(), inst_kv_peak=ii[:, II_KVPEAK].copy(),
+        inst_dram_read=fi[:, FI_DRAMR].copy(), inst_global_read=fi[:, FI_GLOBR].copy(),
+        inst_pd_read=fi[:, FI_PDR].copy(), global_write=float(st.gf[GF_WRITE]),
+        end_time=float(st.gf[GF_NOW]), timeseries=st.ts, sample_dt=float(inp.sample_dt))
+
+
+def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) -> RawRun:
+    """Run the numba engine on ``inp`` (``inp`` is not modified); optionally with a progress bar."""
+    d = _make_data(inp)
+    st = _make_state(inp, d)
+    if not progress:
+        _run(d, st, -1)
+    else:
+        from tqdm.auto import tqdm
+
+        with tqdm(total=inp.n, unit="req", desc="simulate") as bar:
+            done = False
+            while not done:
+                before = int(st.gi[G_ARRIVED])
+                done = _run(d, st, chunk)
+                bar.update(int(st.gi[G_ARRIVED]) - before)
+    _finalize(d, st)
+    if st.gi[G_CLOCK_BACK]:
+        raise RuntimeError(f"engine clock went backwards {st.gi[G_CLOCK_BACK]} times")
+    return _raw(inp, st)
+
+
+def compile_engine() -> None:
+    """Compile (or load from cache) the engine by running a two-request workload."""
+    from ..workload.core import Workload
+    from .config import ClusterConfig, HardwareSpec
+    from .inputs import prepare
+
+    wl = Workload(arrival=[0.0, 0.1], input_len=[300, 600], output_len=[3, 2], session=[0, 0], turn=[0, 1],
+                  parent=[-1, 0], gap=[0.0, 0.0], block_offsets=[0, 2, 5], block_ids=[0, 1, 0, 1, 2],
+                  block_size=256)
+    cluster = ClusterConfig("example", "example", n_instances=1, hardware=HardwareSpec.example())
+    run_engine(prepare(wl, cluster, "round-robin"))
+
+
+# The engine compiles the policies, the performance-model kernel and the cache structures into its
+# cached functions; numba only watches this file, so flush the cache when any of them changed.
+_HERE = Path(__file__).resolve()
+refresh_module(sys.modules[__name__], policy_sources() + [_HERE.parents[1] / "hardware" / "kernel.py",
+                                                          _HERE.with_name("kvcache.py"), _HERE])

@@ -1,0 +1,482 @@
+"""Pure-Python reference engine: the semantics of :mod:`smetric.cluster.engine`, written for clarity.
+
+It is the oracle of the equivalence tests and is not used to produce results. It is written
+independently of the numba engine: Python objects, ``dict``/``OrderedDict`` caches, ``heapq``,
+one iteration at a time (no fast-forwarding of decode-only stretches), and prefix hits found by
+a linear scan (the numba engine binary-searches, relying on every cache being prefix-closed).
+The exact rules it implements are the "Engine semantics" section of :mod:`smetric.cluster.engine`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
+from ..policies import base as pb
+from ..policies.dispatch import route
+from .inputs import EngineInput
+from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
+
+__all__ = ["run_reference"]
+
+WAITING, LOADING, PREFILL, DECODE, LEFT = range(5)
+INF = math.inf
+
+
+def _n_blocks(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
+
+
+class _Req:
+    """Mutable state of one request."""
+
+    def __init__(self, row: int, inp: EngineInput):
+        self.row = row
+        self.L = int(inp.input_len[row])
+        self.n_out = int(inp.n_out[row])
+        self.blocks = [int(b) for b in inp.block_ids[inp.block_offsets[row]:inp.block_offsets[row + 1]]]
+        self.state = WAITING
+        self.remaining = 0      # prompt tokens still to compute
+        self.in_kv = 0          # prompt tokens whose KV is present (hits + computed)
+        self.g = 0              # tokens generated
+        self.k1 = 0             # HBM-hit blocks pinned at admission
+        self.private = 0        # reserved HBM blocks not in the cache
+        self.ready = 0.0        # end of its KV load
+        self.contrib = (0, 0.0, 0.0)  # its share of the queued-prefill aggregates
+
+
+class _Inst:
+    """Mutable state of one instance."""
+
+    def __init__(self, idx: int, role: str):
+        self.idx = idx
+        self.role = role                 # "colocated", "prefill" or "decode"
+        self.waiting: list[int] = []     # routing order
+        self.running: list[int] = []     # admission order
+        self.ref: dict[int, int] = {}    # HBM cache: block -> pin count
+        self.lru: OrderedDict = OrderedDict()  # unpinned cached blocks, least recent first
+        self.private = 0                 # reserved blocks not in the cache
+        self.dram: OrderedDict = OrderedDict()
+        self.busy = False
+        self.start = 0.0
+        self.end = INF
+        self.wake = INF
+        self.batch: list[tuple[int, int]] = []
+        self.decoding: list[int] = []
+        self.link_dram = self.link_net = self.link_pd = 0.0
+        self.inflight = 0
+        self.n_queued = 0
+        self.q_tok, self.q_cost, self.q_attn = 0, 0.0, 0.0
+        self.ctx = 0
+        self.sampled = 0
+        self.stats = dict(prefill=0, decode=0, iterations=0, busy=0.0, routed=0, kv_peak=0,
+                          dram_read=0.0, global_read=0.0, pd_read=0.0)
+
+    @property
+    def pinned(self) -> int:
+        return len(self.ref) - len(self.lru)
+
+    @property
+    def next_time(self) -> float:
+        return self.end if self.busy else self.wake
+
+
+class _Reference:
+    def __init__(self, inp: EngineInput):
+        self.inp = inp
+        self.B = inp.block_size
+        self.C = inp.hbm_blocks
+        self.kvb = inp.kv_bytes_per_token
+        self.req = [_Req(r, inp) for r in range(inp.n)]
+        roles = (["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
+                 if inp.disaggregated else ["colocated"] * inp.n_instances)
+        self.inst = [_Inst(i, role) for i, role in enumerate(roles)]
+        self.glob: OrderedDict = OrderedDict()
+        self.global_write = 0.0
+        self.state = inp.state.copy()
+        self.now = -INF
+        self.heap: list[tuple[float, int]] = []
+        n = inp.n
+        self.out = dict(instance=np.full(n, -1, np.int64), decode_instance=np.full(n, -1, np.int64),
+                        arrival=np.full(n, np.nan), admit=np.full(n, np.nan), first_token=np.full(n, np.nan),
+                        finish=np.full(n, np.nan), hit_hbm=np.zeros(n, np.int64), hit_dram=np.zeros(n, np.int64),
+                        hit_global=np.zeros(n, np.int64), prefill_tokens=np.zeros(n, np.int64),
+                        reason=np.full(n, -1, np.int64))
+        self.ts = np.zeros((inp.n_instances, inp.n_samples, N_TS), dtype=np.int64)
+        self.t0 = float(inp.arrival[0])
+
+    # ------------------------------------------------------------------ caches
+    def _prefix(self, blocks: list[int], present) -> int:
+        k = 0
+        while k < len(blocks) and present(blocks[k]):
+            k += 1
+        return k
+
+    def _hits(self, inst: _Inst, q: _Req) -> tuple[int, int, int]:
+        """Leading prompt blocks in HBM; in HBM or DRAM; in HBM, DRAM or the global store."""
+        k1 = self._prefix(q.blocks, lambda b: b in inst.ref)
+        k2 = self._prefix(q.blocks, lambda b: b in inst.ref or b in inst.dram)
+        k3 = self._prefix(q.blocks, lambda b: b in inst.ref or b in inst.dram or b in self.glob)
+        return k1, k2, k3
+
+    def _tokens(self, q: _Req, k: int) -> int:
+        return min(k * self.B, q.L - 1)
+
+    def _spill(self, inst: _Inst, block: int) -> None:
+        if self.inp.dram_blocks == 0:
+            return
+        if block in inst.dram:
+            inst.dram.move_to_end(block)
+        else:
+            inst.dram[block] = None
+            while len(inst.dram) > self.inp.dram_blocks:
+                inst.dram.popitem(last=False)
+
+    def _cache_prompt(self, inst: _Inst, q: _Req) -> None:
+        """Prefill done: its computed/loaded blocks join the HBM cache; the prompt is written through."""
+        for b in q.blocks[q.k1:]:
+            if b in inst.ref:
+                if inst.ref[b] == 0:
+                    del inst.lru[b]
+                inst.ref[b] += 1
+            else:
+                inst.ref[b] = 1
+            inst.private -= 1
+            q.private -= 1
+        if self.inp.global_blocks == 0:
+            return
+        for j in range(len(q.blocks) - 1, -1, -1):
+            b = q.blocks[j]
+            if b in self.glob:
+                self.glob.move_to_end(b)
+            else:
+                self.glob[b] = None
+                self.global_write += min(self.B, q.L - j * self.B) * self.kvb
+                while len(self.glob) > self.inp.global_blocks:
+                    self.glob.popitem(last=False)
+
+    # ------------------------------------------------------------------ aggregates
+    def _set_queued(self, inst: _Inst, q: _Req, tok: int) -> None:
+        """Set the request's share of the queued-prefill aggregates to ``tok`` remaining tokens."""
+        if tok > 0:
+            cost = prefill_time_nb(self.inp.coef, float(tok), float(q.L - tok))
+            attn = float(tok) + float(tok) * (float(q.L) - 0.5 * float(tok)) / self.inp.l_eq
+        else:
+            cost = attn = 0.0
+        old_tok, old_cost, old_attn = q.contrib
+        inst.q_tok += tok - old_tok
+        inst.q_cost = (inst.q_cost - old_cost) + cost
+        inst.q_attn = (inst.q_attn - old_attn) + attn
+        q.contrib = (tok, cost, attn)
+        if tok == 0:
+            inst.n_queued -= 1
+            if inst.n_queued == 0:
+                inst.q_cost = 0.0
+                inst.q_attn = 0.0
+
+    def _sample_until(self, inst: _Inst, t: float) -> None:
+        while inst.sampled < self.inp.n_samples and self.t0 + inst.sampled * self.inp.sample_dt < t:
+            self.ts[inst.idx, inst.sampled] = (len(inst.waiting), len(inst.running), inst.pinned + inst.private)
+            inst.sampled += 1
+
+    # ------------------------------------------------------------------ admission
+    def _admit(self, inst: _Inst, q: _Req, t: float) -> float | None:
+        """Reserve KV and start the loads; the load's end time, or None if the KV does not fit."""
+        inp = self.inp
+        if inst.role == "decode":
+            total = _n_blocks(q.L + q.n_out, self.B)
+            if inst.private + total > self.C:
+                return None
+            inst.private += total
+            q.private = total
+            start = max(t, inst.link_pd)
+            inst.link_pd = start + q.L * self.kvb / inp.pd_bw
+            inst.stats["pd_read"] += q.L * self.kvb
+            inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
+            self.out["admit"][q.row] = t
+            return inst.link_pd
+        total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.B)
+        k1, k2, k3 = self._hits(inst, q)
+        newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
+        need = total - k1
+        if inst.pinned + newly_pinned + inst.private + need > self.C:
+            return None
+        for b in q.blocks[:k1]:
+            if inst.ref[b] == 0:
+                del inst.lru[b]
+            inst.ref[b] += 1
+        for j in range(k2 - 1, k1 - 1, -1):
+            if q.blocks[j] in inst.dram:
+                inst.dram.move_to_end(q.blocks[j])
+        while len(inst.ref) + inst.private + need > self.C:
+            victim, _ = inst.lru.popitem(last=False)
+            del inst.ref[victim]
+            self._spill(inst, victim)
+        inst.private += need
+        q.private = need
+        q.k1 = k1
+        inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
+        h1, h2, h3 = self._tokens(q, k1), self._tokens(q, k2), self._tokens(q, k3)
+        self.out["hit_hbm"][q.row], self.out["hit_dram"][q.row], self.out["hit_global"][q.row] = h1, h2 - h1, h3 - h2
+        q.remaining = q.L - h3
+        q.in_kv = h3
+        self._set_queued(inst, q, q.remaining)
+        self.out["admit"][q.row] = t
+        ready = t
+        if h2 - h1 > 0:
+            start = max(t, inst.link_dram)
+            inst.link_dram = start + (h2 - h1) * self.kvb / inp.dram_bw
+            ready = max(ready, inst.link_dram)
+            inst.stats["dram_read"] += (h2 - h1) * self.kvb
+        if h3 - h2 > 0:
+            start = max(t, inst.link_net)
+            inst.link_net = start + (h3 - h2) * self.kvb / inp.global_bw
+            ready = max(ready, inst.link_net + inp.global_latency)
+            inst.stats["global_read"] += (h3 - h2) * self.kvb
+        return ready
+
+    # ------------------------------------------------------------------ iterations
+    def _form_batch(self, inst: _Inst, t: float) -> None:
+        inp = self.inp
+        for r in inst.running:
+            q = self.req[r]
+            if q.state == LOADING and q.ready <= t:
+                q.state = PREFILL if q.remaining > 0 else DECODE
+        decoding = [r for r in inst.running if self.req[r].state == DECODE]
+        budget = inp.max_batched_tokens - len(decoding)
+        batch = []
+        for r in inst.running:
+            if budget <= 0:
+                break
+            q = self.req[r]
+            if q.state == PREFILL:
+                c = min(q.remaining, budget)
+                batch.append((r, c))
+                budget -= c
+        wait = 0.0
+        while budget > 0 and inst.waiting and len(inst.running) < inp.max_num_seqs:
+            r = inst.waiting[0]
+            q = self.req[r]
+            ready = self._admit(inst, q, t)
+            if ready is None:
+                break
+            inst.waiting.pop(0)
+            inst.running.append(r)
+            if ready > t and inp.overlap:
+                q.state = LOADING
+                q.ready = ready
+                continue
+            if ready > t:
+                wait = max(wait, ready - t)
+            if q.remaining > 0:
+                q.state = PREFILL
+                c = min(q.remaining, budget)
+                batch.append((r, c))
+                budget -= c
+            else:
+                q.state = DECODE
+                decoding.append(r)
+                budget -= 1
+        if not batch and not decoding:
+            inst.busy = False
+            inst.wake = min((self.req[r].ready for r in inst.running if self.req[r].state == LOADING), default=INF)
+            return
+        n_dec = len(decoding)
+        dctx = sum(self.req[r].L + self.req[r].g for r in decoding)
+        pattn = 0.0
+        for r, c in batch:
+            pattn += prefill_attn_work(float(c), float(self.req[r].in_kv))
+        ntok = sum(c for _, c in batch) + n_dec
+        dt = iteration_time_nb(inp.coef, float(ntok), pattn, float(dctx), float(n_dec))
+        inst.busy = True
+        inst.start = t
+        inst.end = t + wait + dt
+        inst.wake = INF
+        inst.batch = batch
+        inst.decoding = decoding
+
+    def _end_iteration(self, inst: _Inst, t: float) -> None:
+        inst.busy = False
+        inst.stats["iterations"] += 1
+        inst.stats["busy"] += t - inst.start
+        for r in inst.decoding:
+            self.req[r].g += 1
+        inst.stats["decode"] += len(inst.decoding)
+        inst.ctx += len(inst.decoding)
+        completed = []
+        for r, c in inst.batch:
+            q = self.req[r]
+            q.remaining -= c
+            q.in_kv += c
+            inst.stats["prefill"] += c
+            self.out["prefill_tokens"][r] += c
+            self._set_queued(inst, q, q.remaining)
+            if q.remaining == 0:
+                self.out["first_token"][r] = t
+                q.g = 1
+                inst.ctx += 1
+                self._cache_prompt(inst, q)
+                completed.append(r)
+        leavers = [r for r in inst.decoding if self.req[r].g == self.req[r].n_out]
+        leavers += [r for r in completed if inst.role == "prefill" or self.req[r].n_out == 1]
+        handoffs = []
+        for r in sorted(leavers):
+            q = self.req[r]
+            self._release(inst, q)
+            if inst.role == "prefill" and q.n_out > 1:
+                handoffs.append(r)
+            else:
+                self._finish(q, t)
+        for r in completed:
+            if self.req[r].state == PREFILL:
+                self.req[r].state = DECODE
+        self._form_batch(inst, t)
+        self._hand_over(handoffs, t)
+
+    def _release(self, inst: _Inst, q: _Req) -> None:
+        if inst.role != "decode":  # decode instances keep no prefix cache
+            for b in reversed(q.blocks):
+                inst.ref[b] -= 1
+                if inst.ref[b] == 0:
+                    inst.lru[b] = None
+        inst.private -= q.private
+        q.private = 0
+        inst.running.remove(q.row)
+        inst.inflight -= 1
+        inst.ctx -= q.L + q.g
+        q.state = LEFT
+
+    def _finish(self, q: _Req, t: float) -> None:
+        self.out["finish"][q.row] = t
+        self.out["reason"][q.row] = REASON_COMPLETED
+        self._release_children(q.row, t)
+
+    def _release_children(self, row: int, t: float) -> None:
+        inp = self.inp
+        if not inp.closed:
+            return
+        for c in inp.children[inp.child_offsets[row]:inp.child_offsets[row + 1]]:
+            heapq.heappush(self.heap, (max(float(inp.arrival[c]), t + float(inp.gap[c])), int(c)))
+
+    def _hand_over(self, handoffs: list[int], t: float) -> None:
+        """Prefill done (disaggregated): each request goes to the decode instance with the fewest in flight."""
+        touched = set()
+        decoders = self.inst[self.inp.n_routable:]
+        for r in handoffs:
+            q = self.req[r]
+            d = min(decoders, key=lambda x: (x.inflight, x.idx))
+            self._sample_until(d, t)
+            q.state = WAITING
+            d.waiting.append(r)
+            d.inflight += 1
+            d.ctx += q.L + q.g
+            d.stats["routed"] += 1
+            self.out["decode_instance"][r] = d.idx
+            touched.add(d.idx)
+        for d in sorted(touched):
+            if not self.inst[d].busy:
+                self._form_batch(self.inst[d], t)
+
+    # ------------------------------------------------------------------ routing
+    def _too_large(self, q: _Req) -> bool:
+        full = _n_blocks(q.L + q.n_out, self.B)
+        return full > self.C or len(q.blocks) > self.C
+
+    def _view(self, q: _Req, t: float) -> np.ndarray:
+        inp = self.inp
+        view = np.zeros((inp.n_routable, pb.N_VIEW))
+        for i in range(inp.n_routable):
+            inst = self.inst[i]
+            k1, k2, k3 = self._hits(inst, q)
+            h1, h2, h3 = self._tokens(q, k1), self._tokens(q, k2), self._tokens(q, k3)
+            v = view[i]
+            v[pb.V_HIT_HBM], v[pb.V_HIT_DRAM], v[pb.V_HIT_GLOBAL] = h1, h2 - h1, h3 - h2
+            v[pb.V_QUEUED_TOKENS] = inst.q_tok
+            v[pb.V_QUEUED_COST] = inst.q_cost
+            v[pb.V_N_RUNNING] = len(inst.running)
+            v[pb.V_N_WAITING] = len(inst.waiting)
+            v[pb.V_IN_FLIGHT] = inst.inflight
+            v[pb.V_KV_USED] = inst.pinned + inst.private
+            v[pb.V_KV_CAPACITY] = self.C
+            v[pb.V_CONTEXT_TOKENS] = inst.ctx
+            v[pb.V_REQ_COST] = prefill_time_nb(inp.coef, float(q.L - h3), float(h3))
+            v[pb.V_QUEUED_ATTN] = inst.q_attn
+        return view
+
+    def _arrival(self, r: int, t: float) -> None:
+        inp = self.inp
+        q = self.req[r]
+        self.out["arrival"][r] = t
+        if self._too_large(q):
+            self.out["reason"][r] = REASON_TOO_LARGE
+            self._release_children(r, t)
+            return
+        view = self._view(q, t)
+        req = np.zeros(pb.N_REQ)
+        req[pb.R_INPUT_LEN], req[pb.R_TURN], req[pb.R_SESSION] = q.L, inp.turn[r], inp.session[r]
+        req[pb.R_HISTORY], req[pb.R_NOW], req[pb.R_PRIORITY], req[pb.R_INDEX] = inp.history[r], t, inp.priority[r], r
+        blocks = inp.block_ids[inp.block_offsets[r]:inp.block_offsets[r + 1]]
+        i = int(route(inp.pid, view, req, blocks, inp.params, self.state, inp.rand[r]))
+        if not 0 <= i < inp.n_routable:
+            raise RuntimeError(f"policy returned instance {i} for request {r}; valid: 0..{inp.n_routable - 1}")
+        inst = self.inst[i]
+        self._sample_until(inst, t)
+        self.out["instance"][r] = i
+        if not inp.disaggregated:
+            self.out["decode_instance"][r] = i
+        inst.waiting.append(r)
+        inst.inflight += 1
+        inst.ctx += q.L
+        inst.stats["routed"] += 1
+        inst.n_queued += 1
+        hit = int(view[i, pb.V_HIT_HBM] + view[i, pb.V_HIT_DRAM] + view[i, pb.V_HIT_GLOBAL])
+        self._set_queued(inst, q, q.L - hit)
+        if not inst.busy:
+            self._form_batch(inst, t)
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> RawRun:
+        inp = self.inp
+        rows = range(inp.n) if not inp.closed else np.flatnonzero(inp.parent < 0)
+        self.heap = [(float(inp.arrival[r]), int(r)) for r in rows]
+        heapq.heapify(self.heap)
+        while True:
+            ti, i = min((inst.next_time, inst.idx) for inst in self.inst)
+            ta = self.heap[0][0] if self.heap else INF
+            if ti == INF and ta == INF:
+                break
+            if ti <= ta:
+                assert ti >= self.now, "clock went backwards"
+                self.now = ti
+                inst = self.inst[i]
+                self._sample_until(inst, ti)
+                if inst.busy:
+                    self._end_iteration(inst, ti)
+                else:
+                    self._form_batch(inst, ti)
+            else:
+                t, r = heapq.heappop(self.heap)
+                assert t >= self.now, "clock went backwards"
+                self.now = t
+                self._arrival(r, t)
+        for inst in self.inst:
+            self._sample_until(inst, INF)
+        out = self.out
+        out["reason"][out["reason"] < 0] = REASON_STALLED
+        s = {k: np.array([inst.stats[k] for inst in self.inst]) for k in self.inst[0].stats}
+        return RawRun(
+            **out, inst_prefill_tokens=s["prefill"].astype(np.int64), inst_decode_tokens=s["decode"].astype(np.int64),
+            inst_iterations=s["iterations"].astype(np.int64), inst_busy=s["busy"].astype(np.float64),
+            inst_routed=s["routed"].astype(np.int64), inst_kv_peak=s["kv_peak"].astype(np.int64),
+            inst_dram_read=s["dram_read"].astype(np.float64), inst_global_read=s["global_read"].astype(np.float64),
+            inst_pd_read=s["pd_read"].astype(np.float64), global_write=float(self.global_write),
+            end_time=float(self.now), timeseries=self.ts, sample_dt=float(inp.sample_dt))
+
+
+def run_reference(inp: EngineInput) -> RawRun:
+    """Run the reference engine on ``inp`` (the policy state is copied, ``inp`` is not modified)."""
+    return _Reference(inp).run()

@@ -1,0 +1,195 @@
+"""SimResult: per-request, per-instance and time-series tables of one simulation, and its summary metrics.
+
+Definitions used by :meth:`SimResult.summary`:
+
+* **window** -- first arrival to last finish of a completed request (s); every rate divides by it.
+* **SLO met** -- completed, TTFT <= ``ttft_base + ttft_per_1k * input/1000`` and TPOT <= ``tpot``
+  (TPOT = (finish - first token) / (generated - 1), 0 for one-token replies).
+* **goodput TPS** -- input + output tokens of SLO-meeting requests per second of the window;
+  **throughput TPS** the same over all completed requests; **output TPS** output tokens only.
+* **prefill TPS** -- input tokens of requests whose first token met the TTFT SLO, per second
+  (the disaggregated-mode figure of merit: prefill goodput).
+* **hit ratio** -- prompt tokens served from a cache tier over prompt tokens, for admitted requests.
+* **imbalance** -- max / mean of per-instance work over the routable instances (prefill + decode
+  tokens computed when colocated, prefill tokens on the prefill instances when disaggregated);
+  ``imbalance_cv`` its coefficient of variation.
+* unfinished requests (rejected as too large for HBM, or stalled) count as SLO misses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import ClusterConfig
+from .inputs import EngineInput
+from .result_raw import REASON_COMPLETED, REASON_NAMES, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+
+__all__ = ["SimResult", "build_result"]
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+@dataclass(eq=False)
+class SimResult:
+    """The outcome of :func:`smetric.simulate`.
+
+    Attributes:
+        requests: one row per request (times in s, tokens).
+        instances: one row per instance.
+        timeseries: tidy (time, instance, waiting, running, kv_used, kv_used_frac) samples.
+        cluster, policy, params, load, seed: what was simulated.
+        block_size: the engine KV block size actually used (tokens).
+        engine: ``numba`` or ``reference``; wall_time: seconds the engine ran (after compilation).
+        global_write_bytes: bytes newly written to the global store.
+    """
+
+    requests: pd.DataFrame
+    instances: pd.DataFrame
+    timeseries: pd.DataFrame
+    cluster: ClusterConfig
+    policy: str
+    params: dict = field(default_factory=dict)
+    load: float = 1.0
+    seed: int = 0
+    block_size: int = 0
+    engine: str = "numba"
+    wall_time: float = 0.0
+    global_write_bytes: float = 0.0
+
+    # ------------------------------------------------------------------ metrics
+    @property
+    def window(self) -> float:
+        """First arrival to last finish (s); nan when nothing completed."""
+        done = self.requests["finish"].dropna()
+        if done.empty:
+            return float("nan")
+        return float(done.max() - self.requests["arrival"].min())
+
+    def summary(self) -> dict:
+        """Headline metrics as a flat dict of floats/ints (see the module docstring)."""
+        rq = self.requests
+        done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
+        admitted = rq["admit"].notna()
+        window = self.window
+        tokens = rq["input_len"] + rq["output_len"]
+        routable = self.instances[self.instances["role"] != "decode"]
+        work = routable["work"].to_numpy(dtype=float)
+        mean_work = work.mean() if len(work) else float("nan")
+        prompt = float(rq.loc[admitted, "input_len"].sum())
+
+        def ratio(col: str) -> float:
+            return float(rq.loc[admitted, col].sum()) / prompt if prompt else float("nan")
+
+        def rate(x: float) -> float:
+            return float(x) / window if window > 0 else float("nan")
+
+        multi = done & (rq["output_len"] > 1)
+        return {
+            "n_requests": int(len(rq)),
+            "n_completed": int(done.sum()),
+            "n_unfinished": int((~done).sum()),
+            "window_s": window,
+            "goodput_tps": rate(tokens[rq["slo_met"]].sum()),
+            "throughput_tps": rate(tokens[done].sum()),
+            "prefill_tps": rate(rq.loc[rq["ttft_ok"], "input_len"].sum()),
+            "output_tps": rate(rq.loc[done, "output_len"].sum()),
+            "hit_ratio": ratio("hit_tokens"),
+            "hit_ratio_hbm": ratio("hit_hbm"),
+            "hit_ratio_dram": ratio("hit_dram"),
+            "hit_ratio_global": ratio("hit_global"),
+            "imbalance": float(work.max() / mean_work) if mean_work > 0 else float("nan"),
+            "imbalance_cv": float(work.std() / mean_work) if mean_work > 0 else float("nan"),
+            "global_read_bps": rate(self.instances["global_read_bytes"].sum()),
+            "global_write_bps": rate(self.global_write_bytes),
+            "slo_attainment": float(rq["slo_met"].mean()),
+            "ttft_mean": float(rq.loc[done, "ttft"].mean()),
+            "ttft_p50": _pct(rq.loc[done, "ttft"].to_numpy(), 50),
+            "ttft_p99": _pct(rq.loc[done, "ttft"].to_numpy(), 99),
+            "tpot_mean": float(rq.loc[multi, "tpot"].mean()),
+            "tpot_p50": _pct(rq.loc[multi, "tpot"].to_numpy(), 50),
+            "tpot_p99": _pct(rq.loc[multi, "tpot"].to_numpy(), 99),
+            "wall_time_s": float(self.wall_time),
+        }
+
+    def to_csv(self, directory) -> list[Path]:
+        """Write requests.csv, instances.csv, timeseries.csv and summary.csv (+ summary.json); return the paths."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for name, df in (("requests", self.requests), ("instances", self.instances), ("timeseries", self.timeseries)):
+            path = out / f"{name}.csv"
+            df.to_csv(path, index=False)
+            paths.append(path)
+        summary = self.summary()
+        meta = {"policy": self.policy, "load": self.load, "seed": self.seed, "engine": self.engine,
+                "block_size": self.block_size, "cluster": self.cluster.describe(),
+                **{f"param_{k}": v for k, v in self.params.items()}}
+        path = out / "summary.csv"
+        pd.DataFrame([{**meta, **summary}]).to_csv(path, index=False)
+        paths.append(path)
+        path = out / "summary.json"
+        path.write_text(json.dumps({**meta, **summary}, indent=2, default=str))
+        paths.append(path)
+        return paths
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"SimResult({self.policy}, load {self.load:g}, {s['n_completed']}/{s['n_requests']} done, "
+                f"goodput {s['goodput_tps']:.0f} tok/s, SLO {s['slo_attainment']:.1%}, "
+                f"hit {s['hit_ratio']:.1%}, imbalance {s['imbalance']:.2f})")
+
+
+def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, policy: str, params: dict | None,
+                 load: float, seed: int, engine: str, wall_time: float) -> SimResult:
+    """Assemble the tables of a :class:`SimResult` from an engine's raw arrays."""
+    n_out = inp.n_out
+    ttft = raw.first_token - raw.arrival
+    tpot = np.where(n_out > 1, (raw.finish - raw.first_token) / np.maximum(n_out - 1, 1), 0.0)
+    tpot = np.where(np.isnan(raw.finish), np.nan, tpot)
+    ttft_limit = cluster.slo.ttft_limit(inp.input_len)
+    done = raw.reason == REASON_COMPLETED
+    ttft_ok = ~np.isnan(ttft) & (ttft <= ttft_limit)
+    hits = raw.hit_hbm + raw.hit_dram + raw.hit_global
+    requests = pd.DataFrame({
+        "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn,
+        "instance": raw.instance, "decode_instance": raw.decode_instance,
+        "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token, "finish": raw.finish,
+        "ttft": ttft, "tpot": tpot, "input_len": inp.input_len, "output_len": n_out,
+        "hit_hbm": raw.hit_hbm, "hit_dram": raw.hit_dram, "hit_global": raw.hit_global, "hit_tokens": hits,
+        "prefill_tokens": raw.prefill_tokens, "ttft_slo": ttft_limit, "ttft_ok": ttft_ok,
+        "tpot_ok": done & (tpot <= cluster.slo.tpot),
+        "slo_met": done & ttft_ok & (tpot <= cluster.slo.tpot),
+        "status": np.asarray(REASON_NAMES, dtype=object)[raw.reason],
+    })
+    roles = (["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
+             if inp.disaggregated else ["colocated"] * inp.n_instances)
+    work = raw.inst_prefill_tokens + (0 if inp.disaggregated else raw.inst_decode_tokens)
+    window = float(np.nanmax(raw.finish) - raw.arrival.min()) if done.any() else float("nan")
+    instances = pd.DataFrame({
+        "instance": np.arange(inp.n_instances), "role": roles, "routed": raw.inst_routed,
+        "prefill_tokens": raw.inst_prefill_tokens, "decode_tokens": raw.inst_decode_tokens, "work": work,
+        "iterations": raw.inst_iterations, "busy_time": raw.inst_busy,
+        "utilization": raw.inst_busy / window if window > 0 else np.nan,
+        "kv_peak_blocks": raw.inst_kv_peak, "kv_capacity_blocks": inp.hbm_blocks,
+        "dram_read_bytes": raw.inst_dram_read, "global_read_bytes": raw.inst_global_read,
+        "pd_read_bytes": raw.inst_pd_read,
+    })
+    n_inst, n_samples, _ = raw.timeseries.shape
+    ts = raw.timeseries.reshape(n_inst * n_samples, -1)
+    timeseries = pd.DataFrame({
+        "time": np.tile(inp.arrival[0] + np.arange(n_samples) * raw.sample_dt, n_inst),
+        "instance": np.repeat(np.arange(n_inst), n_samples),
+        "waiting": ts[:, TS_WAITING], "running": ts[:, TS_RUNNING], "kv_used": ts[:, TS_KV_USED],
+        "kv_used_frac": ts[:, TS_KV_USED] / inp.hbm_blocks,
+    })
+    return SimResult(requests=requests, instances=instances, timeseries=timeseries, cluster=cluster,
+                     policy=policy, params=dict(params or {}), load=load, seed=seed,
+                     block_size=inp.block_size, engine=engine, wall_time=wall_time,
+                     global_write_bytes=raw.global_write)

@@ -1,0 +1,92 @@
+"""Helpers for the engine tests: small agent-like workloads with chained block ids, small clusters."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smetric.cluster.config import ClusterConfig, GlobalStore, HardwareSpec
+from smetric.workload.core import Workload
+
+
+def chained_ids(tokens: np.ndarray, block_size: int, table: dict) -> list[int]:
+    """Chained block ids of a token sequence: block j's id identifies the whole prefix up to block j."""
+    ids = []
+    prev = -1
+    for start in range(0, len(tokens), block_size):
+        key = (prev, tuple(tokens[start:start + block_size].tolist()))
+        prev = table.setdefault(key, len(table))
+        ids.append(prev)
+    return ids
+
+
+def agent_workload(seed: int, n_sessions: int = 4, max_turns: int = 3, system_prompt: int = 64,
+                   first_prompt: tuple[int, int] = (20, 600), appended: tuple[int, int] = (10, 300),
+                   output: tuple[int, int] = (1, 40), span: float = 3.0, gap: tuple[float, float] = (0.0, 1.0),
+                   block_size: int = 16) -> Workload:
+    """Sessions whose every turn re-sends the previous prompt, its reply and new text (real reuse).
+
+    All sessions share a ``system_prompt``-token prefix; token values are labels, so equal
+    prefixes get equal chained block ids.
+    """
+    rng = np.random.default_rng(seed)
+    sys_tokens = np.full(system_prompt, -1, dtype=np.int64)
+    rows = []
+    label = 0
+    for s in range(n_sessions):
+        t = float(rng.uniform(0, span))
+        context = sys_tokens.copy()
+        parent = -1
+        for k in range(int(rng.integers(1, max_turns + 1))):
+            lo, hi = first_prompt if k == 0 else appended
+            new = np.arange(label, label + int(rng.integers(lo, hi + 1)))
+            label += len(new)
+            prompt = np.concatenate([context, new])
+            out = int(rng.integers(output[0], output[1] + 1))
+            g = 0.0 if k == 0 else float(rng.uniform(*gap))
+            rows.append(dict(arrival=t, prompt=prompt, out=out, session=s, turn=k, parent_key=parent, gap=g))
+            parent = len(rows) - 1
+            reply = np.arange(label, label + out)
+            label += out
+            context = np.concatenate([prompt, reply])
+            t += g + float(rng.uniform(0.05, 0.5))
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["arrival"], i))
+    new_row = {old: new for new, old in enumerate(order)}
+    # keep parents before children: arrivals within a session increase, so the sort preserves that
+    table: dict = {}
+    ids, offsets = [], [0]
+    for old in order:
+        blocks = chained_ids(rows[old]["prompt"], block_size, table)
+        ids += blocks
+        offsets.append(len(ids))
+    pick = lambda key: np.array([rows[o][key] for o in order])  # noqa: E731
+    return Workload(
+        arrival=pick("arrival"), input_len=np.array([len(rows[o]["prompt"]) for o in order]),
+        output_len=pick("out"), session=pick("session"), turn=pick("turn"),
+        parent=np.array([new_row[rows[o]["parent_key"]] if rows[o]["parent_key"] >= 0 else -1 for o in order]),
+        gap=pick("gap"), block_offsets=np.array(offsets), block_ids=np.array(ids, dtype=np.int64),
+        block_size=block_size, name=f"agent-{seed}")
+
+
+def unique_workload(arrival: np.ndarray, input_len, output_len, block_size: int = 16) -> Workload:
+    """Independent single-turn requests with no shared blocks."""
+    arrival = np.asarray(arrival, dtype=float)
+    n = len(arrival)
+    input_len = np.broadcast_to(np.asarray(input_len, dtype=np.int64), (n,))
+    output_len = np.broadcast_to(np.asarray(output_len, dtype=np.int64), (n,))
+    nb = -(-input_len // block_size)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(nb, out=offsets[1:])
+    return Workload(arrival=arrival, input_len=input_len, output_len=output_len, session=np.arange(n),
+                    turn=np.zeros(n), parent=np.full(n, -1), gap=np.zeros(n), block_offsets=offsets,
+                    block_ids=np.arange(offsets[-1]), block_size=block_size, name="unique")
+
+
+def small_cluster(kv_tokens: int = 200_000, **kw) -> ClusterConfig:
+    """A cluster of the example (uncalibrated 8B/A100-like) hardware; keywords override ClusterConfig."""
+    kw.setdefault("n_instances", 1)
+    return ClusterConfig("example", "example", hardware=HardwareSpec.example(kv_tokens), **kw)
+
+
+def store(capacity_gb: float = float("inf"), bandwidth_gbs: float = 20.0, latency_s: float = 1e-3) -> GlobalStore:
+    """A global store for tests."""
+    return GlobalStore(capacity_gb=capacity_gb, bandwidth_gbs=bandwidth_gbs, latency_s=latency_s)

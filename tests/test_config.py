@@ -1,0 +1,125 @@
+"""ClusterConfig, GlobalStore, SLO and HardwareSpec: defaults, derived values and loud validation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from smetric.cluster.config import SLO, ClusterConfig, GlobalStore, HardwareSpec
+from smetric.hardware import kernel
+
+
+def test_defaults_are_the_issue_values():
+    c = ClusterConfig("m", "g")
+    assert (c.max_num_seqs, c.max_batched_tokens, c.gpu_mem_util) == (256, 4096, 0.9)
+    assert c.slo == SLO(1.0, 0.0625, 0.020)
+    assert c.mode == "colocated" and c.replay == "open" and c.global_store is None and c.kv_load_overlap
+
+
+def test_slo_limit_grows_with_prompt():
+    assert np.allclose(SLO().ttft_limit([0, 1000, 8000]), [1.0, 1.0625, 1.5])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tp=0), "tp must be a positive integer"),
+    (dict(n_instances=2.5), "n_instances must be a positive integer"),
+    (dict(mode="split"), "mode must be one of"),
+    (dict(mode="disaggregated", n_instances=4, n_prefill=1, n_decode=2), "must equal n_instances"),
+    (dict(mode="disaggregated", n_instances=4, n_prefill=0, n_decode=4), "n_prefill must be a positive integer"),
+    (dict(n_prefill=1), "only meaningful with mode='disaggregated'"),
+    (dict(max_num_seqs=512, max_batched_tokens=256), "must be >= max_num_seqs"),
+    (dict(gpu_mem_util=1.5), "gpu_mem_util must be in"),
+    (dict(block_size=0), "block_size must be a positive integer"),
+    (dict(dram_gb=-1.0), "dram_gb must be a finite number >= 0"),
+    (dict(dram_bandwidth_gbs=0.0), "dram_bandwidth_gbs must be a positive"),
+    (dict(pd_bandwidth_gbs=-5.0), "pd_bandwidth_gbs must be a positive"),
+    (dict(replay="half-open"), "replay must be one of"),
+    (dict(kv_load_overlap="yes"), "kv_load_overlap must be a bool"),
+    (dict(global_store="provisioned"), "global_store must be a GlobalStore"),
+    (dict(slo=(1, 2, 3)), "slo must be an SLO"),
+])
+def test_bad_cluster_values_fail_with_a_clear_message(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ClusterConfig("m", "g", **kwargs)
+
+
+def test_model_and_gpu_names_are_required():
+    with pytest.raises(ValueError, match="model must be a name"):
+        ClusterConfig("", "h100")
+    with pytest.raises(ValueError, match="gpu must be a name"):
+        ClusterConfig("llama", " ")
+
+
+def test_disaggregated_routes_among_prefill_instances():
+    c = ClusterConfig("m", "g", n_instances=5, mode="disaggregated", n_prefill=2, n_decode=3)
+    assert c.disaggregated and c.n_routable == 2
+    assert ClusterConfig("m", "g", n_instances=5).n_routable == 5
+
+
+@pytest.mark.parametrize("workload_block, wanted, expected", [(16, 256, 256), (512, 256, 512), (100, 256, 300),
+                                                              (16, 10, 16), (1, 1, 1)])
+def test_engine_block_is_the_smallest_multiple_at_least_the_wanted_size(workload_block, wanted, expected):
+    assert ClusterConfig("m", "g", block_size=wanted).engine_block_size(workload_block) == expected
+
+
+def test_global_store_parse():
+    assert GlobalStore.parse("none") is None
+    prov = GlobalStore.parse("provisioned", tp=4)
+    assert math.isinf(prov.capacity_gb) and prov.bandwidth_gbs == pytest.approx(4 * 23.75)
+    custom = GlobalStore.parse("500:12.5")
+    assert (custom.capacity_gb, custom.bandwidth_gbs) == (500.0, 12.5)
+    for bad in ("500", "a:b", "1:2:3"):
+        with pytest.raises(ValueError, match="global-store"):
+            GlobalStore.parse(bad)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(capacity_gb=0.0, bandwidth_gbs=1.0), "capacity_gb must be a positive"),
+    (dict(capacity_gb=1.0, bandwidth_gbs=math.inf), "bandwidth_gbs must be a positive finite"),
+    (dict(capacity_gb=1.0, bandwidth_gbs=1.0, latency_s=-1e-3), "latency_s must be a finite number >= 0"),
+])
+def test_bad_global_store_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GlobalStore(**kwargs)
+
+
+def test_hardware_spec_from_coefficients():
+    coef = kernel.example_coefficients()
+    hw = HardwareSpec.example(100_000)
+    assert hw.kv_capacity_tokens == 100_000
+    assert hw.l_eq == pytest.approx(coef[kernel.C_LIN_PER_TOKEN] / coef[kernel.C_ATTN_PREFILL])
+    assert hw.prefill_rate == pytest.approx(2048 / kernel.prefill_time_nb(coef, 2048.0, 0.0))
+    assert np.array_equal(hw.coef_array, coef)
+
+
+def test_hardware_spec_validation():
+    with pytest.raises(ValueError, match=f"needs {kernel.N_COEF} entries"):
+        HardwareSpec((1.0, 2.0), 1.0, 10, 1.0, 1.0)
+    bad = list(kernel.example_coefficients())
+    bad[0] = -1.0
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        HardwareSpec(tuple(bad), 1.0, 10, 1.0, 1.0)
+    with pytest.raises(ValueError, match="kv_capacity_tokens"):
+        HardwareSpec.example(0)
+
+
+def test_explicit_hardware_wins_over_the_perf_model():
+    hw = HardwareSpec.example()
+    assert ClusterConfig("no-such-model", "no-such-gpu", hardware=hw).hardware_spec() is hw
+
+
+def test_describe_mentions_shape_and_store():
+    c = ClusterConfig("m", "g", n_instances=3, mode="disaggregated", n_prefill=1, n_decode=2,
+                      global_store=GlobalStore.provisioned())
+    assert "1P+2D" in c.describe() and "global store" in c.describe()
+
+
+def test_hardware_spec_from_the_perf_model():
+    c = ClusterConfig("llama-2-70b", "h100", tp=8, max_batched_tokens=4096)
+    hw = c.hardware_spec()
+    assert hw.kv_bytes_per_token == 2 * 80 * 8 * 128 * 2  # 2 (K,V) x layers x KV heads x head dim x bf16
+    assert hw.kv_capacity_tokens > 500_000 and hw.l_eq > 0 and hw.prefill_rate > 0
+    with pytest.raises(ValueError):
+        ClusterConfig("no-such-model", "h100").hardware_spec()
