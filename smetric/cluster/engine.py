@@ -618,7 +618,6 @@ def _admit(d, st, i, r, t):
         st.fi[i, FI_LPD] = start + L * d.kvb / d.pd_bw
         st.fi[i, FI_PDR] += L * d.kvb
         st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
-        st.rf[r, RF_ADMIT] = t
         return True, st.fi[i, FI_LPD]
     blocks = _blocks_of(d, r)
     nb = blocks.shape[0]

@@ -197,7 +197,6 @@ class _Reference:
             inst.link_pd = start + q.L * self.kvb / inp.pd_bw
             inst.stats["pd_read"] += q.L * self.kvb
             inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
-            self.out["admit"][q.row] = t
             return inst.link_pd
         total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.B)
         k1, k2, k3 = self._hits(inst, q)

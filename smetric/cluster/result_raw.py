@@ -27,7 +27,7 @@ class RawRun:
     instance: np.ndarray         # int64: routed (prefill) instance, -1 if rejected
     decode_instance: np.ndarray  # int64: instance that decoded it (= instance when colocated), -1 if none
     arrival: np.ndarray          # float64: effective arrival (load-scaled; closed replay: released)
-    admit: np.ndarray            # float64: admission to the running batch (nan if never)
+    admit: np.ndarray            # float64: admission to the (prefill) instance's running batch (nan if never)
     first_token: np.ndarray      # float64 (nan if never)
     finish: np.ndarray           # float64 (nan if unfinished)
     hit_hbm: np.ndarray          # int64 prompt tokens found in HBM at admission
