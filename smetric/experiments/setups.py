@@ -1,0 +1,92 @@
+"""The paper's experimental setups, shared by every figure: clusters, the agent workload, sizes, one sweep point.
+
+Testbeds (``paper.md`` §2a, Evaluation):
+
+* ``30b``: 32 instances of Qwen3-Coder-30B-A3B (the model shape of ``qwen3-30b-a3b``), TP 1 on
+  H20 96 GB — the LMetric group's testbed GPU; the SMetric paper does not state GPU or TP.
+* ``235b``: 8 instances of Qwen3-235B-A22B. Our choice: TP 8 on H20 (one 8-GPU node per
+  instance; 470 GB of bf16 weights leave ~230 GB of KV per instance). The paper does not say.
+
+Both are colocated with a provisioned global KV store (Mooncake + LMCache in the paper) unless a
+figure says otherwise. Workloads are the calibrated synthetic agent sessions (the paper's
+BAILIAN agent traces are not public), generated at ``rpm_per_instance`` requests per minute per
+instance at load 1 and replayed at ``load`` times that rate.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from functools import lru_cache
+
+from ..cluster.config import ClusterConfig, GlobalStore
+from ..workload.core import Workload
+
+__all__ = ["QUICK", "is_quick", "TESTBEDS", "paper_cluster", "agent_workload", "run_point",
+           "BASELINES"]
+
+QUICK = "SMETRIC_QUICK"
+
+# name -> (model, gpu, tp, instances)
+TESTBEDS = {
+    "30b": ("qwen3-30b-a3b", "h20", 1, 32),
+    "235b": ("qwen3-235b-a22b", "h20", 8, 8),
+}
+
+# The routers SMETRIC is compared against in the evaluation figures (registry names).
+BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "vllm-session",
+             "aibrix", "preble", "mooncake", "least-load", "round-robin", "session-sticky",
+             "cache-affinity")
+
+
+def is_quick() -> bool:
+    """True when ``SMETRIC_QUICK=1`` (CI / nbval): notebooks shrink their sizes, same code paths."""
+    return os.environ.get(QUICK) == "1"
+
+
+def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None, global_store: str | None = "provisioned",
+                  **overrides) -> ClusterConfig:
+    """The cluster of a paper testbed; ``global_store`` is ``provisioned``, ``none`` or ``CAP_GB:BW_GBPS``."""
+    if testbed not in TESTBEDS:
+        raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
+    model, gpu, tp, n = TESTBEDS[testbed]
+    store = None if global_store is None else GlobalStore.parse(global_store, tp=tp)
+    cfg = ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=store)
+    return replace(cfg, **overrides) if overrides else cfg
+
+
+@lru_cache(maxsize=8)
+def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_instance: float = 45.0,
+                   warmup_minutes: float = 30.0, **overrides) -> Workload:
+    """Synthetic agent sessions arriving at ``rpm_per_instance × n_instances`` requests per minute.
+
+    The window ``[0, minutes)`` is cut from sessions that started up to ``warmup_minutes`` before
+    it, so follow-ups in the window belong to sessions already under way (as in a real trace).
+    Cached per argument set: figures reuse one workload across policies and loads.
+    """
+    from ..workload.synthetic import synth_agent_workload
+
+    return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed,
+                                requests_per_minute=rpm_per_instance * n_instances, **overrides)
+
+
+def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: float = 1.0, seed: int = 0,
+              params: dict | None = None, warmup_frac: float = 0.0, **param_overrides) -> dict:
+    """One simulation → its summary dict (a module-level function, so sweeps can ship it to workers).
+
+    ``params`` and any ``param_*`` keywords (``param_hit_ratio=0.7`` → ``hit_ratio``) are policy
+    parameters. ``warmup_frac`` of the (load-scaled) arrival span is simulated but not measured.
+    """
+    from ..cluster.simulate import simulate
+
+    merged = dict(params or {})
+    for key, val in param_overrides.items():
+        if not key.startswith("param_"):
+            raise TypeError(f"run_point() got an unexpected keyword {key!r}")
+        merged[key[len("param_"):]] = val
+    if not 0.0 <= warmup_frac < 1.0:
+        raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
+    result = simulate(workload, cluster, policy, merged or None, load=load, seed=seed, progress=False)
+    arrivals = result.requests["arrival"]
+    since = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min())) if warmup_frac else None
+    return result.summary(since=since)

@@ -1,0 +1,27 @@
+"""The paper setups shared by the figures."""
+
+import pytest
+
+from smetric.experiments.setups import TESTBEDS, agent_workload, paper_cluster, run_point
+
+
+def test_paper_clusters():
+    c = paper_cluster("30b")
+    assert (c.model, c.gpu, c.tp, c.n_instances) == TESTBEDS["30b"]
+    assert c.global_store is not None
+    assert paper_cluster("235b", global_store=None).global_store is None
+    assert paper_cluster("30b", n_instances=4, max_num_seqs=64).max_num_seqs == 64
+    with pytest.raises(ValueError, match="testbed"):
+        paper_cluster("7b")
+
+
+def test_run_point_measures_after_warmup_and_takes_policy_params():
+    w = agent_workload(2, 2.0, warmup_minutes=5.0)
+    c = paper_cluster("30b", n_instances=2)
+    full = run_point(w, c, "smetric", load=0.2)
+    late = run_point(w, c, "smetric", load=0.2, warmup_frac=0.5, param_hit_ratio=0.9)
+    assert late["n_requests"] < full["n_requests"]
+    with pytest.raises(TypeError):
+        run_point(w, c, "smetric", hit_ratio=0.9)
+    with pytest.raises(ValueError):
+        run_point(w, c, "smetric", warmup_frac=1.0)
