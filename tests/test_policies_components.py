@@ -1,5 +1,7 @@
 """Building blocks of the policies: router-side prefix index, sliding windows, hashing, selection helpers."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -127,7 +129,7 @@ def test_cache_guard_flushes_when_dependencies_change(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     mod = importlib.import_module("guarded_mod")
     assert mod.f(1) == 2                                   # compiled and cached
-    index = next((tmp_path / "__pycache__").glob("guarded_mod.f-*.nbi"))
+    index = next(Path(mod.f._cache.cache_path).glob("guarded_mod.f-*.nbi"))
     assert refresh_module(mod, [dep]) is True             # first check: no stamp yet
     assert refresh_module(mod, [dep]) is False            # unchanged
     empty = index.stat().st_size

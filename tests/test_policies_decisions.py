@@ -473,3 +473,8 @@ def test_cache_affinity_max_hit_then_least_in_flight():
     ca = Router("cache-affinity")
     assert ca(view(hbm=[100, 500, 400, 0], dram=[0, 0, 100, 0], in_flight=[0, 5, 3, 0])) == 2
     assert ca(view(in_flight=[2, 1, 1, 3])) == 1
+
+
+def test_session_sticky_rejects_session_index_outside_the_map():
+    with pytest.raises(ValueError, match="dense session indices below"):
+        Router("session-sticky")(view(), request(session=CTX.n_sessions))

@@ -40,6 +40,8 @@ CACHE_AFFINITY = PolicySpec(
 def session_sticky(view, req, blocks, params, state, rand):
     """The session's instance, placing it on the least-loaded instance at its first sighting."""
     s = int(req[R_SESSION])
+    if s < 0 or s >= state.shape[0]:
+        raise ValueError("session-sticky needs dense session indices below PolicyContext.n_sessions")
     if state[s] == 0.0:
         state[s] = argmin_first(view[:, V_IN_FLIGHT]) + 1.0
     return int(state[s]) - 1
