@@ -478,3 +478,9 @@ def test_cache_affinity_max_hit_then_least_in_flight():
 def test_session_sticky_rejects_session_index_outside_the_map():
     with pytest.raises(ValueError, match="dense session indices below"):
         Router("session-sticky")(view(), request(session=CTX.n_sessions))
+
+
+def test_mooncake_ties_are_random():
+    v = view(n=3, hbm=[500, 500, 0])     # instances 0 and 1 tie on the best estimate
+    mc = Router("mooncake")
+    assert [mc(v, request(1000), u=u) for u in (0.2, 0.8)] == [0, 1]

@@ -8,7 +8,9 @@ prefix available anywhere (max over instances of local + global-store hits):
 
 ``T_queue`` is the predicted prefill time already queued on ``p`` and ``T_prefill(L, h)`` the
 attention-aware cost of the ``L - h`` new tokens, both ``(n + n (L - n/2) / l_eq) / prefill_rate``
-(the same cost model as the engine's ``V_QUEUED_ATTN``). Ties go to the lowest index.
+(the same cost model as the engine's ``V_QUEUED_ATTN``). Ties (idle instances holding the same
+prefix) are broken uniformly at random: the algorithm does not say, and a fixed order would pile
+an idle cluster's requests onto instance 0.
 
 Not modelled: the hot-block migration itself (the engine loads whatever the global store holds,
 whatever the router predicted), early rejection, and the decode-instance choice. ``theta`` has no
@@ -22,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from .base import R_INPUT_LEN, V_HIT_GLOBAL, V_QUEUED_ATTN
-from .selection import argmin_first
+from .selection import argmin_random
 from .signals import attention_tokens, local_hit, new_tokens
 from .spec import PolicySpec
 
@@ -59,5 +61,5 @@ def ttft_estimates(view, req, params):
 
 @njit(cache=True)
 def choose(view, req, blocks, params, state, rand):
-    """argmin of the TTFT estimate."""
-    return argmin_first(ttft_estimates(view, req, params))
+    """argmin of the TTFT estimate, ties uniformly at random."""
+    return argmin_random(ttft_estimates(view, req, params), rand[0])
