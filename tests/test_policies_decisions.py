@@ -422,11 +422,15 @@ def test_preble_exploits_dominant_prefix_and_explores_otherwise():
     assert Router("preble")(v, request(1000)) == 1
 
 
-def test_preble_rebalances_an_overloaded_holder_after_warmup():
-    v = view(hbm=[600, 0, 0, 0], in_flight=[2, 0, 1, 1], req_cost=[0.1, 0.5, 0.5, 0.5])
-    # holder cost 1.9 > 1.5 x 0.5 -> cheapest (1); with a 4x threshold it stays
+def test_preble_rebalances_the_heaviest_holder_after_warmup():
+    # load = in_flight x 0.9 = [2.7, 0.9, 1.8, 1.8]; the holder (0) is the heaviest and 2.7 > 1.5 x 0.9:
+    # the request goes to the cheapest cost = load + req_cost = [2.8, 1.4, 2.3, 2.3] -> 1
+    v = view(hbm=[600, 0, 0, 0], in_flight=[3, 1, 2, 2], req_cost=[0.1, 0.5, 0.5, 0.5])
+    assert Router("preble")(v, request(1000)) == 0                  # before warm-up: exploit
     assert Router("preble", warmup=0)(v, request(1000)) == 1
-    assert Router("preble", warmup=0, rebalance=4.0)(v, request(1000)) == 0
+    assert Router("preble", warmup=0, rebalance=4.0)(v, request(1000)) == 0   # 2.7 < 4 x 0.9
+    v[2, V_IN_FLIGHT] = 4                                            # the holder is no longer the heaviest
+    assert Router("preble", warmup=0)(v, request(1000)) == 0
 
 
 def test_preble_windowed_cost_remembers_routed_misses():

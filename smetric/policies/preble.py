@@ -3,12 +3,13 @@
 * **Exploit** when the longest cached prefix is longer than the rest of the prompt
   (``match > L - match``): among the instances holding that match, the lowest cost.
 * **Explore** otherwise: ``argmin_g cost_g``.
-* ``cost_g`` = prefill seconds of the misses routed to ``g`` in the last ``window`` seconds
-  + in-flight requests x ``decode_len`` x ``tpot`` (decode load) + this request's prefill seconds on ``g``.
-* **Rebalance**: after ``warmup`` routed requests, an exploit target whose cost exceeds
-  ``rebalance`` x the cheapest instance's gives way to the cheapest (Preble moves the prefix's
-  allocation from the heaviest to the lightest GPU when ``max > 1.5 min``; routing the request
-  there is the per-request effect of that move). Ties go to the lowest index.
+* ``load_g`` = prefill seconds of the misses routed to ``g`` in the last ``window`` seconds
+  + in-flight requests x ``decode_len`` x ``tpot`` (decode load); ``cost_g`` = ``load_g`` + this
+  request's prefill seconds on ``g``.
+* **Rebalance**: after ``warmup`` routed requests, if the exploit target is the most loaded
+  instance and ``load > rebalance x`` the least load, the request goes to the cheapest instance
+  instead (Preble moves prefixes from the heaviest to the lightest GPU when ``max > 1.5 min``;
+  routing the request there is the per-request effect of that move). Ties go to the lowest index.
 
 Simplifications: Preble's radix tree of per-node windowed hit statistics is replaced by the exact
 local hit (its tree mirrors GPU contents through a virtual LRU) and per-instance windowed miss cost;
@@ -48,18 +49,19 @@ def choose(view, req, blocks, params, state, rand):
     """The E2 decision; ``state[0]`` counts routed requests, the miss-cost window follows it."""
     n = view.shape[0]
     now = req[R_NOW]
-    cost = window_sums(state, 1, n, params[_WINDOW], now)
+    load = window_sums(state, 1, n, params[_WINDOW], now)
     hits = np.empty(n)
     for i in range(n):
-        cost[i] += view[i, V_IN_FLIGHT] * params[_DECODE_LEN] * params[_TPOT] + view[i, V_REQ_COST]
+        load[i] += view[i, V_IN_FLIGHT] * params[_DECODE_LEN] * params[_TPOT]
         hits[i] = local_hit(view, i)
+    cost = load + view[:, V_REQ_COST]
     cheapest = argmin_first(cost)
     chosen = cheapest
     match = hits.max()
     if match > 0.0 and match > req[R_INPUT_LEN] - match:
-        holder_cost = np.where(hits == match, cost, np.inf)
-        chosen = argmin_first(holder_cost)
-        if state[0] >= params[_WARMUP] and cost[chosen] > params[_REBALANCE] * cost[cheapest]:
+        chosen = argmin_first(np.where(hits == match, cost, np.inf))
+        if (state[0] >= params[_WARMUP] and load[chosen] == load.max()
+                and load[chosen] > params[_REBALANCE] * load.min()):
             chosen = cheapest
     window_add(state, 1, n, params[_WINDOW], now, chosen, view[chosen, V_REQ_COST])
     state[0] += 1.0
