@@ -125,8 +125,8 @@ N_RF = 7
 (II_ROLE, II_BUSY, II_WHEAD, II_WTAIL, II_NWAIT, II_PHEAD, II_PTAIL, II_NRUN, II_NLOAD, II_NDEC, II_SDEC,
  II_ITER, II_SEGK, II_NBATCH, II_INFLIGHT, II_NQUEUED, II_QTOK, II_CTX, II_PINNED, II_CACHED, II_PRIV,
  II_NFREE, II_DSIZE, II_DNFREE, II_HEAPN, II_SAMPLED, II_KVPEAK, II_STAT_PREFILL, II_STAT_DECODE,
- II_ROUTED) = range(30)
-N_II = 30
+ II_ROUTED, II_KV_VERSION, II_BLOCKED_BY, II_BLOCKED_AT) = range(33)
+N_II = 33
 # ---- per-instance float columns (st.fi)
 (FI_FORM, FI_T0, FI_BASE, FI_STEP, FI_END, FI_WAKE, FI_MINREADY, FI_LDRAM, FI_LNET, FI_LPD, FI_QCOST,
  FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR) = range(16)
@@ -140,6 +140,9 @@ N_GI = 6
 GF_NOW, GF_WRITE = range(2)
 N_GF = 2
 
+# Every engine function is compiled with ``_nrt=False``: the engine allocates nothing (all state is
+# preallocated in Python), and without the runtime's reference counting the row views and slices
+# taken in the hot loops cost nothing (with it, atomic increfs/decrefs took most of the run time).
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
@@ -154,23 +157,18 @@ EngineState = namedtuple("EngineState", [
 
 
 # ====================================================================== small helpers
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _n_blocks(tokens, block):
     return (tokens + block - 1) // block
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cap_tokens(k, block, prompt):
     return min(k * block, prompt - 1)
 
 
-@njit(cache=True)
-def _blocks_of(d, r):
-    return d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
-
-
 # ---- tournament tree over instances: the earliest next event, ties to the lower index
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _tree_set(st, i, t):
     size = st.tt_t.shape[0] // 2
     k = size + i
@@ -188,7 +186,7 @@ def _tree_set(st, i, t):
         k //= 2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _schedule(st, i):
     """Publish instance ``i``'s next event time (iteration end if busy, else wake-up) to the tree."""
     if st.ii[i, II_BUSY] == 1:
@@ -198,19 +196,19 @@ def _schedule(st, i):
 
 
 # ---- arrival heap of (time, row)
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ah_less(st, a, b):
     return st.ah_t[a] < st.ah_t[b] or (st.ah_t[a] == st.ah_t[b] and st.ah_r[a] < st.ah_r[b])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ah_swap(st, a, b):
     t, r = st.ah_t[a], st.ah_r[a]
     st.ah_t[a], st.ah_r[a] = st.ah_t[b], st.ah_r[b]
     st.ah_t[b], st.ah_r[b] = t, r
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ah_push(st, t, r):
     k = st.gi[G_AHN]
     st.gi[G_AHN] = k + 1
@@ -224,7 +222,7 @@ def _ah_push(st, t, r):
         k = p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ah_pop(st):
     n = st.gi[G_AHN] - 1
     st.gi[G_AHN] = n
@@ -244,7 +242,7 @@ def _ah_pop(st):
 
 
 # ---- per-instance min-heap of decode finishes, key = finishing iteration * n + row
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dh_push(st, i, key):
     h = st.dheap[i]
     k = st.ii[i, II_HEAPN]
@@ -258,7 +256,7 @@ def _dh_push(st, i, key):
         k = p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dh_pop(st, i):
     h = st.dheap[i]
     n = st.ii[i, II_HEAPN] - 1
@@ -280,7 +278,7 @@ def _dh_pop(st, i):
 
 
 # ---- intrusive request lists (waiting queue and prefill list share the RI_NXT/RI_PRV links)
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _list_append(st, i, head_col, tail_col, r):
     tail = st.ii[i, tail_col]
     st.ri[r, RI_PRV] = tail
@@ -292,7 +290,7 @@ def _list_append(st, i, head_col, tail_col, r):
     st.ii[i, tail_col] = r
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _list_remove(st, i, head_col, tail_col, r):
     p = st.ri[r, RI_PRV]
     q = st.ri[r, RI_NXT]
@@ -309,14 +307,14 @@ def _list_remove(st, i, head_col, tail_col, r):
 
 
 # ====================================================================== segments (fast-forward)
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _boundary(st, i, j):
     """End time of the ``j``-th iteration of instance ``i``'s current run (j >= 1)."""
     jf = float(j)
     return st.fi[i, FI_T0] + jf * st.fi[i, FI_BASE] + st.fi[i, FI_STEP] * (jf * (jf - 1.0) * 0.5)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _iters_done(st, i, t, k_max):
     """Largest j in [0, k_max] whose iteration end is <= t (j = 0: none)."""
     base = st.fi[i, FI_BASE]
@@ -337,7 +335,7 @@ def _iters_done(st, i, t, k_max):
     return j
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _first_end_at_or_after(st, i, t, k_max):
     """Smallest j >= 1 (capped at k_max) whose iteration end is >= t."""
     m = _iters_done(st, i, t, k_max)
@@ -346,7 +344,7 @@ def _first_end_at_or_after(st, i, t, k_max):
     return min(m + 1, k_max)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cut(st, i, t, inclusive):
     """A request entered busy instance ``i``'s queue at ``t``: end its run at the first iteration end
     after ``t`` (or at ``t`` itself when ``inclusive``: that end is processed after the insertion)."""
@@ -365,19 +363,19 @@ def _cut(st, i, t, inclusive):
 
 
 # ====================================================================== KV tiers
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hbm_slot(d, st, i, block):
     return h_find(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dram_slot(d, st, i, block):
     if d.D == 0:
         return -1
     return h_find(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _prefix_len(d, st, i, blocks, lo, tier):
     """Leading blocks present (binary search; every tier is prefix-closed). tier 0: HBM, 1: HBM or
     DRAM, 2: the global store. ``lo`` leading blocks are known present."""
@@ -398,7 +396,7 @@ def _prefix_len(d, st, i, blocks, lo, tier):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hits(d, st, i, blocks, k_global):
     """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store."""
     k1 = _prefix_len(d, st, i, blocks, 0, 0)
@@ -406,7 +404,7 @@ def _hits(d, st, i, blocks, k_global):
     return k1, k2, max(k2, k_global)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dram_touch(d, st, i, block):
     s = _dram_slot(d, st, i, block)
     if s >= 0:
@@ -415,7 +413,7 @@ def _dram_touch(d, st, i, block):
         lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dram_spill(d, st, i, block):
     """An HBM-evicted block enters this instance's DRAM tier (most recent), evicting its LRU block."""
     if d.D == 0:
@@ -441,7 +439,7 @@ def _dram_spill(d, st, i, block):
     st.ii[i, II_DSIZE] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hbm_pin(d, st, i, slot):
     hs = st.hslot[i]
     if hs[HS_REF, slot] == 0:
@@ -450,7 +448,7 @@ def _hbm_pin(d, st, i, slot):
     hs[HS_REF, slot] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hbm_unpin(d, st, i, block):
     hs = st.hslot[i]
     slot = _hbm_slot(d, st, i, block)
@@ -460,7 +458,7 @@ def _hbm_unpin(d, st, i, block):
         st.ii[i, II_PINNED] -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hbm_insert_pinned(d, st, i, block):
     st.ii[i, II_NFREE] -= 1
     slot = st.hfree[i, st.ii[i, II_NFREE]]
@@ -474,7 +472,7 @@ def _hbm_insert_pinned(d, st, i, block):
     st.ii[i, II_PINNED] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hbm_evict_lru(d, st, i):
     hs = st.hslot[i]
     slot = st.hends[i, 0]
@@ -487,12 +485,12 @@ def _hbm_evict_lru(d, st, i):
     _dram_spill(d, st, i, block)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _global_write_through(d, st, r):
     """Touch (or insert) the prompt's blocks in the global store, tail first; evict its LRU blocks."""
     if d.GCAP == 0:
         return
-    blocks = _blocks_of(d, r)
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     L = d.input_len[r]
     for j in range(blocks.shape[0] - 1, -1, -1):
         b = blocks[j]
@@ -512,7 +510,7 @@ def _global_write_through(d, st, r):
 
 
 # ====================================================================== request bookkeeping
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _set_queued(d, st, i, r, tok):
     """Set request ``r``'s share of instance ``i``'s queued-prefill aggregates to ``tok`` tokens."""
     cost = 0.0
@@ -535,7 +533,7 @@ def _set_queued(d, st, i, r, tok):
             st.fi[i, FI_QATTN] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _sample_until(d, st, i, t):
     """Record instance ``i``'s (unchanged) state at every sample time before ``t``."""
     k = st.ii[i, II_SAMPLED]
@@ -547,7 +545,7 @@ def _sample_until(d, st, i, t):
     st.ii[i, II_SAMPLED] = k
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _release_children(d, st, r, t):
     if not d.closed:
         return
@@ -556,7 +554,7 @@ def _release_children(d, st, r, t):
         _ah_push(st, max(d.arrival[c], t + d.gap[c]), c)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _join_decode(d, st, i, r):
     """``r`` (one token generated) joins instance ``i``'s decode set before the next iteration."""
     st.ri[r, RI_STATE] = DECODE
@@ -566,25 +564,26 @@ def _join_decode(d, st, i, r):
     _dh_push(st, i, (st.ii[i, II_ITER] + d.n_out[r] - 1) * d.n + r)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _release(d, st, i, r, generated):
     """``r`` leaves instance ``i``: unpin its prompt blocks tail first, free its reserved blocks."""
     if st.ii[i, II_ROLE] != DECODE_ROLE:
-        blocks = _blocks_of(d, r)
+        blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
         for j in range(blocks.shape[0] - 1, -1, -1):
             _hbm_unpin(d, st, i, blocks[j])
     st.ii[i, II_PRIV] -= st.ri[r, RI_PRIV]
     st.ri[r, RI_PRIV] = 0
+    st.ii[i, II_KV_VERSION] += 1
     st.ii[i, II_NRUN] -= 1
     st.ii[i, II_INFLIGHT] -= 1
     st.ii[i, II_CTX] -= d.input_len[r] + generated
     st.ri[r, RI_STATE] = LEFT
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cache_prompt(d, st, i, r):
     """Prefill done: blocks from k1 on join the HBM cache (pinned); write-through to the store."""
-    blocks = _blocks_of(d, r)
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     for j in range(st.ri[r, RI_K1], blocks.shape[0]):
         slot = _hbm_slot(d, st, i, blocks[j])
         if slot >= 0:
@@ -593,10 +592,11 @@ def _cache_prompt(d, st, i, r):
             _hbm_insert_pinned(d, st, i, blocks[j])
         st.ii[i, II_PRIV] -= 1
         st.ri[r, RI_PRIV] -= 1
+    st.ii[i, II_KV_VERSION] += 1
     _global_write_through(d, st, r)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _global_prefix(d, st, blocks):
     if d.GCAP == 0:
         return 0
@@ -604,7 +604,7 @@ def _global_prefix(d, st, blocks):
 
 
 # ====================================================================== admission
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _admit(d, st, i, r, t):
     """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready)."""
     L = d.input_len[r]
@@ -614,12 +614,13 @@ def _admit(d, st, i, r, t):
             return False, t
         st.ii[i, II_PRIV] += total
         st.ri[r, RI_PRIV] = total
+        st.ii[i, II_KV_VERSION] += 1
         start = max(t, st.fi[i, FI_LPD])
         st.fi[i, FI_LPD] = start + L * d.kvb / d.pd_bw
         st.fi[i, FI_PDR] += L * d.kvb
         st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
         return True, st.fi[i, FI_LPD]
-    blocks = _blocks_of(d, r)
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     nb = blocks.shape[0]
     total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.B)
     k1, k2, k3 = _hits(d, st, i, blocks, _global_prefix(d, st, blocks))
@@ -643,6 +644,7 @@ def _admit(d, st, i, r, t):
     st.ii[i, II_PRIV] += need
     st.ri[r, RI_PRIV] = need
     st.ri[r, RI_K1] = k1
+    st.ii[i, II_KV_VERSION] += 1
     st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
     h1 = _cap_tokens(k1, d.B, L)
     h2 = _cap_tokens(k2, d.B, L)
@@ -668,14 +670,14 @@ def _admit(d, st, i, r, t):
     return True, ready
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _next_candidate(d, st, i):
     """The queue discipline: which waiting request to try to admit next (FCFS: the oldest routed)."""
     return st.ii[i, II_WHEAD]
 
 
 # ====================================================================== batch formation
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _activate(d, st, i, t):
     """Admitted requests whose KV load finished by ``t`` become runnable (admission order)."""
     if st.ii[i, II_NLOAD] == 0 or st.fi[i, FI_MINREADY] > t:
@@ -698,7 +700,7 @@ def _activate(d, st, i, t):
     st.fi[i, FI_MINREADY] = min_ready
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _add_chunk(st, i, r, budget):
     c = min(st.ri[r, RI_REM], budget)
     k = st.ii[i, II_NBATCH]
@@ -708,7 +710,7 @@ def _add_chunk(st, i, r, budget):
     return budget - c
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _form_batch(d, st, i, t):
     """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
     _activate(d, st, i, t)
@@ -722,8 +724,12 @@ def _form_batch(d, st, i, t):
     wait = 0.0
     while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.mns:
         r = _next_candidate(d, st, i)
+        if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == st.ii[i, II_KV_VERSION]:
+            break  # it did not fit and the KV state has not changed since
         ok, ready = _admit(d, st, i, r, t)
         if not ok:
+            st.ii[i, II_BLOCKED_BY] = r
+            st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
             break
         _list_remove(st, i, II_WHEAD, II_WTAIL, r)
         st.ii[i, II_NWAIT] -= 1
@@ -780,7 +786,7 @@ def _form_batch(d, st, i, t):
 
 
 # ====================================================================== iteration end
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _sort_small(a, n):
     for x in range(1, n):
         v = a[x]
@@ -791,14 +797,14 @@ def _sort_small(a, n):
         a[y + 1] = v
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _finish(d, st, r, t):
     st.rf[r, RF_FINISH] = t
     st.ri[r, RI_REASON] = 0
     _release_children(d, st, r, t)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _end_run(d, st, i, t):
     """Instance ``i``'s run of iterations ends at ``t``: tokens, completions, releases, next batch."""
     k_run = st.ii[i, II_SEGK]
@@ -858,7 +864,7 @@ def _end_run(d, st, i, t):
         _hand_over(d, st, i, n_hand, t)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _hand_over(d, st, src, n_hand, t):
     """Disaggregated: prefilled requests go to the decode instance with the fewest in flight."""
     for k in range(n_hand):
@@ -886,10 +892,10 @@ def _hand_over(d, st, src, n_hand, t):
 
 
 # ====================================================================== arrivals
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _build_view(d, st, r, t):
     """Fill ``st.vbuf`` (one row per routable instance) for request ``r`` at time ``t``."""
-    blocks = _blocks_of(d, r)
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     L = d.input_len[r]
     kg = _global_prefix(d, st, blocks)
     v = st.vbuf
@@ -916,7 +922,7 @@ def _build_view(d, st, r, t):
         v[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _arrive(d, st, r, t):
     st.rf[r, RF_ARR] = t
     L = d.input_len[r]
@@ -934,7 +940,8 @@ def _arrive(d, st, r, t):
     q[pb.R_NOW] = t
     q[pb.R_PRIORITY] = d.priority[r]
     q[pb.R_INDEX] = r
-    i = route(d.pid, st.vbuf, q, _blocks_of(d, r), d.params, st.pstate, d.rand[r])
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+    i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate, d.rand[r])
     if i < 0 or i >= d.n_routable:
         raise ValueError("the routing policy returned an instance index out of range")
     _sample_until(d, st, i, t)
@@ -957,7 +964,7 @@ def _arrive(d, st, r, t):
 
 
 # ====================================================================== main loop
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _run(d, st, max_arrivals):
     """Process events until ``max_arrivals`` more arrivals were handled; True when the run is over."""
     handled = 0
@@ -988,7 +995,7 @@ def _run(d, st, max_arrivals):
             st.gi[G_ARRIVED] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _finalize(d, st):
     for i in range(d.n_inst):
         _sample_until(d, st, i, INF)
@@ -1022,7 +1029,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     rf = np.zeros((n, N_RF))
     rf[:, [RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH]] = np.nan
     ii = np.zeros((m, N_II), dtype=np.int64)
-    ii[:, [II_WHEAD, II_WTAIL, II_PHEAD, II_PTAIL]] = -1
+    ii[:, [II_WHEAD, II_WTAIL, II_PHEAD, II_PTAIL, II_BLOCKED_BY]] = -1
     ii[:, II_ROLE] = COLOCATED
     if inp.disaggregated:
         ii[:inp.n_routable, II_ROLE] = PREFILL_ROLE
