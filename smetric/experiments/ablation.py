@@ -1,0 +1,361 @@
+"""Figures 9 and 10: SMETRIC's ablation (cost model, guard) and its sensitivity to hyperparameters and SLO.
+
+* fig09 (:func:`ablation`, claims C15): four SMETRIC variants -- token-count or attention-aware cost
+  model, crossed with the v1 overload filter or the SLO guard -- give goodput vs load on the paper
+  testbeds; :func:`ablation_gains` turns the peaks into the gain of each component.
+* fig10 (:func:`sensitivity`, claim C17): SMETRIC's ``hit_ratio`` and ``slack`` and the SLO scale
+  (TTFT base, TTFT per 1k tokens and TPOT limits multiplied together); :func:`sensitivity_summary`
+  gives each setting's peak goodput relative to the default and to the best baseline under the same SLO.
+
+Every figure point is a labelled *case* (a policy and its parameters) run on a keyed workload and
+cluster at one load; :func:`run_cases` evaluates a list of them with one sweep, scattering the
+workloads and clusters once. "Peak" goodput is the maximum over the load grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ..cluster.config import SLO, ClusterConfig
+from ..policies import get as get_policy
+from ..workload.core import Workload
+from .setups import agent_workload, paper_cluster, run_point
+from .sweep import sweep
+
+__all__ = ["RPM_PER_INSTANCE", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
+           "ablation", "ablation_gains", "ablation_claims", "plot_ablation",
+           "sensitivity", "sensitivity_summary", "sensitivity_claims", "plot_sensitivity"]
+
+#: Requests per minute per instance at load 1 (the paper's 43-48 rpm; ``agent_workload``'s default).
+RPM_PER_INSTANCE = 45.0
+
+_V1 = "v1: token count + overload filter"
+_COST = "cost model + overload filter"
+_GUARD = "token count + SLO guard"
+_FULL = "SMETRIC: cost model + SLO guard"
+
+#: SMETRIC variants of fig09: label -> policy parameters (the rest at registry defaults; the last is the default).
+ABLATION_VARIANTS: dict[str, dict] = {
+    _V1: {"cost": "tokens", "guard": "overload"},
+    _COST: {"cost": "attention", "guard": "overload"},
+    _GUARD: {"cost": "tokens", "guard": "slo"},
+    _FULL: {"cost": "attention", "guard": "slo"},
+}
+
+# (claim, component, what else is on, from variant, to variant, the paper's order?)  The paper lists
+# "token-count -> cost model" then "load-aware filter -> SLO-aware migration": the primary reading
+# adds the cost model to v1, then swaps the filter for the SLO guard.
+_STEPS = (
+    ("C15_ablation_cost", "cost model", "with overload filter", _V1, _COST, True),
+    ("C15_ablation_guard", "SLO guard", "with cost model", _COST, _FULL, True),
+    ("C15_ablation_cost", "cost model", "with SLO guard", _GUARD, _FULL, False),
+    ("C15_ablation_guard", "SLO guard", "with token count", _V1, _GUARD, False),
+)
+
+#: The paper's ablation gains; the two numbers of each pair are read as 30B and 235B (paper.md item 15).
+PAPER_ABLATION = {"C15_ablation_cost": {"30b": 0.042, "235b": 0.019},
+                  "C15_ablation_guard": {"30b": 0.072, "235b": 0.247}}
+
+#: Baselines of fig10: the three best of the 14 routers at the 30B knee (load 0.35: least-load,
+#: lmetric, dynamo within 3 % of each other; mooncake, llm-d, aibrix 9-14 % lower, the rest further).
+SENSITIVITY_BASELINES = ("lmetric", "dynamo", "least-load")
+
+_DEFAULT_LOADS = {"30b": (0.25, 0.3, 0.35, 0.4, 0.45), "235b": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55)}
+_DEFAULT_MINUTES = {"30b": 10.0, "235b": 20.0}
+
+
+# ---------------------------------------------------------------------------- shared machinery
+def _case_point(case: str, workload: str, cluster: str, load: float, *, cases: Mapping, workloads: Mapping,
+                clusters: Mapping, warmup_frac: float, **labels) -> dict:
+    """One simulation of a labelled case (sweep point function; ``labels`` are carried, not used)."""
+    policy, params = cases[case]
+    return run_point(workloads[workload], clusters[cluster], policy, load, params=params, warmup_frac=warmup_frac)
+
+
+def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, dict]], workloads: Mapping[str, Workload],
+              clusters: Mapping[str, ClusterConfig], *, warmup_frac: float = 0.25,
+              jobs: int | None = None) -> pd.DataFrame:
+    """Simulate every point and return one row per point: its columns, ``policy``, then the summary metrics.
+
+    Each point names a ``case`` (key of ``cases``: ``(policy, params)``), a ``workload`` and a
+    ``cluster`` (keys of the two mappings) and a ``load``; any other columns are labels carried into
+    the result. All points must have the same columns. A failed simulation raises.
+    """
+    points = [dict(p) for p in points]
+    for i, point in enumerate(points):
+        for key, table in (("case", cases), ("workload", workloads), ("cluster", clusters)):
+            if key not in point:
+                raise ValueError(f"point {i} has no {key!r} column: {point}")
+            if point[key] not in table:
+                raise ValueError(f"point {i}: unknown {key} {point[key]!r}; known: {sorted(table)}")
+        if "load" not in point:
+            raise ValueError(f"point {i} has no 'load' column: {point}")
+    shared = {"cases": dict(cases), "workloads": dict(workloads), "clusters": dict(clusters),
+              "warmup_frac": warmup_frac}
+    frame = sweep(points, _case_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    frame.insert(len(points[0]) if points else 0, "policy", frame["case"].map(lambda c: cases[c][0]))
+    return frame
+
+
+def peak_goodput(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Peak goodput (max over the load grid) of each ``by`` group."""
+    return frame.groupby(list(by), sort=False)["goodput_tps"].max()
+
+
+def _rpm(load) -> np.ndarray:
+    return np.asarray(load, dtype=float) * RPM_PER_INSTANCE
+
+
+# ---------------------------------------------------------------------------- fig09 ablation
+def ablation(testbeds: Sequence[str] = ("30b", "235b"), loads: Mapping[str, Sequence[float]] | None = None,
+             seeds: Sequence[int] = (0, 1), minutes: Mapping[str, float] | None = None,
+             n_instances: Mapping[str, int] | None = None, warmup_frac: float = 0.25,
+             jobs: int | None = None) -> pd.DataFrame:
+    """Goodput vs load of the four :data:`ABLATION_VARIANTS` on each testbed and workload seed.
+
+    ``loads``, ``minutes`` and ``n_instances`` map a testbed to its load grid (fractions of
+    :data:`RPM_PER_INSTANCE`), workload window and cluster size; missing testbeds get the defaults
+    (30B: 0.25-0.45 over 10 min; 235B: 0.3-0.55 over 20 min -- 8 instances are noisier; the paper's
+    instance counts). Columns: ``testbed, seed, variant, load, rpm_per_instance``, ``policy``, then
+    the :meth:`SimResult.summary` metrics.
+    """
+    if not testbeds or not seeds:
+        raise ValueError("ablation needs at least one testbed and one seed")
+    loads, minutes, n_instances = dict(loads or {}), dict(minutes or {}), dict(n_instances or {})
+    workloads, clusters, points = {}, {}, []
+    for testbed in testbeds:
+        cluster = paper_cluster(testbed, n_instances=n_instances.get(testbed))
+        clusters[testbed] = cluster
+        for seed in seeds:
+            key = f"{testbed}/seed{seed}"
+            workloads[key] = agent_workload(cluster.n_instances, minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0)),
+                                            seed=seed, rpm_per_instance=RPM_PER_INSTANCE)
+            for variant in ABLATION_VARIANTS:
+                for load in loads.get(testbed, _DEFAULT_LOADS.get(testbed, _DEFAULT_LOADS["30b"])):
+                    points.append({"testbed": testbed, "seed": seed, "case": variant, "load": float(load),
+                                   "workload": key, "cluster": testbed})
+    cases = {name: ("smetric", params) for name, params in ABLATION_VARIANTS.items()}
+    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
+    frame = frame.drop(columns=["workload", "cluster"]).rename(columns={"case": "variant"})
+    frame.insert(frame.columns.get_loc("load") + 1, "rpm_per_instance", _rpm(frame["load"]))
+    return frame
+
+
+def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:
+    """Gain of each component from the peaks of an :func:`ablation` frame, per testbed.
+
+    ``gain`` compares the seed-mean peaks; ``gain_min``/``gain_max`` span the per-seed gains.
+    ``primary`` marks the paper's order (cost model added to v1, then the SLO guard on top).
+    """
+    peaks = peak_goodput(frame, ["testbed", "seed", "variant"]).unstack("variant")
+    rows = []
+    for testbed, sub in peaks.groupby(level="testbed", sort=False):
+        for claim, component, context, src, dst, primary in _STEPS:
+            per_seed = sub[dst] / sub[src] - 1.0
+            rows.append({"testbed": testbed, "claim_id": claim, "component": component, "context": context,
+                         "primary": primary, "from_variant": src, "to_variant": dst,
+                         "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(),
+                         "gain": sub[dst].mean() / sub[src].mean() - 1.0,
+                         "gain_min": per_seed.min(), "gain_max": per_seed.max(), "n_seeds": len(sub),
+                         "paper": PAPER_ABLATION[claim].get(testbed, np.nan)})
+    return pd.DataFrame(rows)
+
+
+def _ablation_verdict(primary: pd.DataFrame) -> tuple[str, str]:
+    """Reproduced: every testbed's gain positive on every seed and within max(3 points, half the
+    paper's value) of it; direction only: the mean gain is positive on every testbed."""
+    close = (primary["gain"] - primary["paper"]).abs() <= np.maximum(0.03, 0.5 * primary["paper"].abs())
+    if (primary["gain_min"] > 0).all() and close.all():
+        return "reproduced", "positive on every testbed and seed, within max(3 points, half the paper's value)"
+    if (primary["gain"] > 0).all():
+        return "direction only", "positive on every testbed (seed-mean peaks) but not within tolerance on every seed"
+    return "not reproduced", "the seed-mean gain is not positive on every testbed"
+
+
+def ablation_claims(gains: pd.DataFrame) -> list[dict]:
+    """Rows for :func:`record_claims` from :func:`ablation_gains` (the primary, paper-ordered steps)."""
+    rows = []
+    for claim, sub in gains[gains["primary"]].groupby("claim_id", sort=False):
+        measured = "; ".join(f"{r.testbed}: {r.gain:+.1%} (seeds {r.gain_min:+.1%}..{r.gain_max:+.1%}; "
+                             f"paper {r.paper:+.1%})" for r in sub.itertuples())
+        other = gains[(gains["claim_id"] == claim) & ~gains["primary"]]
+        alt = "; ".join(f"{r.testbed} {r.context}: {r.gain:+.1%}" for r in other.itertuples())
+        verdict, rule = _ablation_verdict(sub)
+        step = sub.iloc[0]
+        rows.append({"claim_id": claim, "reproduced": measured, "verdict": verdict,
+                     "reason": (f"peak goodput (max over loads, mean of {int(step.n_seeds)} workload seeds) of "
+                                f"'{step.to_variant}' over '{step.from_variant}'; {rule}. Other order: {alt}. "
+                                "The paper's two numbers are read as 30B / 235B.")})
+    return rows
+
+
+def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
+    """Goodput vs offered load per testbed (one line per variant, band = seed range) and a bar panel of
+    the component gains, measured (both orders) vs the paper's; returns the Figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..plotting import set_style
+
+    set_style()
+    testbeds = list(dict.fromkeys(frame["testbed"]))
+    fig, axes = plt.subplots(1, len(testbeds) + 1, figsize=(4.6 * (len(testbeds) + 1), 4.2), squeeze=False)
+    axes = axes[0]
+    palette = dict(zip(ABLATION_VARIANTS, sns.color_palette("colorblind", len(ABLATION_VARIANTS))))
+    for ax, testbed in zip(axes, testbeds):
+        sub = frame[frame["testbed"] == testbed]
+        sns.lineplot(sub, x="rpm_per_instance", y=sub["goodput_tps"] / 1e3, hue="variant",
+                     hue_order=list(ABLATION_VARIANTS), palette=palette, marker="o", errorbar=("pi", 100), ax=ax)
+        ax.set(xlabel="offered load (requests/min per instance)", ylabel="goodput (k tokens/s within SLO)",
+               title=f"{testbed.upper()} testbed (workload seeds: {sub['seed'].nunique()})")
+        ax.legend(fontsize=7, title=None)
+    bars = gains.assign(step=gains["component"] + "\n" + gains["context"], measured=100 * gains["gain"])
+    paper = gains[gains["primary"]].assign(step=lambda d: d["component"] + "\n" + d["context"],
+                                           measured=lambda d: 100 * d["paper"], testbed=lambda d: d["testbed"] + " paper")
+    both = pd.concat([bars, paper], ignore_index=True)
+    order = list(dict.fromkeys(bars["step"]))
+    sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h")
+    axes[-1].axvline(0, color="0.3", lw=1)
+    axes[-1].set(xlabel="peak goodput gain (%)", ylabel="", title="Component gains (top two: paper's order)")
+    axes[-1].legend(fontsize=7, title=None)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------- fig10 sensitivity
+def _slo_cluster(cluster: ClusterConfig, scale: float) -> ClusterConfig:
+    base = cluster.slo
+    return replace(cluster, slo=SLO(base.ttft_base * scale, base.ttft_per_1k * scale, base.tpot * scale))
+
+
+def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9),
+                slacks: Sequence[float] = (0.5, 0.75, 1.0, 1.5, 2.0), slo_scales: Sequence[float] = (0.5, 1.0, 2.0),
+                baselines: Sequence[str] = SENSITIVITY_BASELINES, loads: Sequence[float] = (0.3, 0.35, 0.4, 0.45),
+                seed: int = 0, minutes: float = 10.0, n_instances: int | None = None, warmup_frac: float = 0.25,
+                jobs: int | None = None) -> pd.DataFrame:
+    """Goodput vs load of SMETRIC over ``hit_ratio`` and ``slack`` (at the paper's SLO, the other at its
+    default) and of SMETRIC (defaults) and the ``baselines`` under each SLO scale.
+
+    An SLO scale multiplies the TTFT base, TTFT per 1k and TPOT limits; SMETRIC's SLO guard sees the
+    scaled SLO. Columns: ``policy, param_hit_ratio, param_slack`` (NaN for baselines), ``slo_scale,
+    load, rpm_per_instance``, then the summary metrics.
+    """
+    if not loads or not slo_scales:
+        raise ValueError("sensitivity needs at least one load and one SLO scale")
+    defaults = get_policy("smetric").params
+    d_hit, d_slack = float(defaults["hit_ratio"]), float(defaults["slack"])
+    configs = {(d_hit, d_slack, 1.0)}
+    configs |= {(float(h), d_slack, 1.0) for h in hit_ratios} | {(d_hit, float(s), 1.0) for s in slacks}
+    configs |= {(d_hit, d_slack, float(s)) for s in slo_scales}
+    cluster = paper_cluster(testbed, n_instances=n_instances)
+    scales = sorted({1.0, *map(float, slo_scales)})
+    clusters = {f"slo x{s:g}": _slo_cluster(cluster, s) for s in scales}
+    workloads = {"agent": agent_workload(cluster.n_instances, minutes, seed=seed, rpm_per_instance=RPM_PER_INSTANCE)}
+    cases, points = {}, []
+
+    def add(label, policy, params, hit, slack, scale):
+        cases[label] = (policy, params)
+        for load in loads:
+            points.append({"case": label, "param_hit_ratio": hit, "param_slack": slack, "slo_scale": scale,
+                           "load": float(load),
+                           "workload": "agent", "cluster": f"slo x{scale:g}"})
+
+    for hit, slack, scale in sorted(configs):
+        add(f"smetric hit_ratio={hit:g} slack={slack:g} slo x{scale:g}", "smetric",
+            {"hit_ratio": hit, "slack": slack}, hit, slack, scale)
+    for policy in baselines:
+        for scale in map(float, slo_scales):
+            add(f"{policy} slo x{scale:g}", policy, {}, np.nan, np.nan, scale)
+    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
+    frame = frame.drop(columns=["case", "workload", "cluster"])
+    frame.insert(0, "policy", frame.pop("policy"))
+    frame.insert(frame.columns.get_loc("load") + 1, "rpm_per_instance", _rpm(frame["load"]))
+    return frame
+
+
+def sensitivity_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (knob, value) of a :func:`sensitivity` frame: SMETRIC's peak goodput, relative to
+    SMETRIC's default under the same SLO and to the best baseline (highest peak) under the same SLO.
+
+    Knobs: ``hit_ratio`` and ``slack`` (paper SLO, the other parameter at its default) and
+    ``slo_scale`` (both at their defaults).
+    """
+    defaults = get_policy("smetric").params
+    d_hit, d_slack = float(defaults["hit_ratio"]), float(defaults["slack"])
+    ours = frame[frame["policy"] == "smetric"]
+    peaks = peak_goodput(ours, ["param_hit_ratio", "param_slack", "slo_scale"])
+    base = peak_goodput(frame[frame["policy"] != "smetric"], ["slo_scale", "policy"])
+    rows = []
+    knobs = (("hit_ratio", lambda h, s, c: s == d_slack and c == 1.0, 0),
+             ("slack", lambda h, s, c: h == d_hit and c == 1.0, 1),
+             ("slo_scale", lambda h, s, c: h == d_hit and s == d_slack, 2))
+    for knob, keep, pos in knobs:
+        for key, peak in peaks.items():
+            if not keep(*key):
+                continue
+            scale = key[2]
+            best = base.xs(scale, level="slo_scale")
+            rows.append({"knob": knob, "value": key[pos], "slo_scale": scale, "smetric_peak": peak,
+                         "default_peak": peaks[(d_hit, d_slack, scale)],
+                         "best_baseline": best.idxmax(), "best_baseline_peak": best.max()})
+    out = pd.DataFrame(rows).sort_values(["knob", "value"], kind="stable", ignore_index=True)
+    out["rel_to_default"] = out["smetric_peak"] / out["default_peak"]
+    out["gain_vs_best"] = out["smetric_peak"] / out["best_baseline_peak"] - 1.0
+    return out
+
+
+def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
+    """The C17 row for :func:`record_claims`: robust if SMETRIC's gain over the best baseline keeps its
+    sign across every hyperparameter value and SLO scale (reproduced), across one of the two groups
+    (direction only), or neither (not reproduced)."""
+    hyper = summary[summary["knob"].isin(["hit_ratio", "slack"])]
+    slo = summary[summary["knob"] == "slo_scale"]
+
+    def span(sub):
+        return "; ".join(f"{knob} {v.min():+.1%}..{v.max():+.1%}" for knob, v in sub.groupby("knob")["gain_vs_best"])
+
+    def flips(sub):
+        bad = sub[sub["gain_vs_best"] <= 0]
+        return ", ".join(f"{r.knob}={r.value:g} ({r.gain_vs_best:+.1%} vs {r.best_baseline})" for r in bad.itertuples())
+
+    hyper_ok, slo_ok = bool((hyper["gain_vs_best"] > 0).all()), bool((slo["gain_vs_best"] > 0).all())
+    verdict = ("reproduced" if hyper_ok and slo_ok else "direction only" if hyper_ok or slo_ok else "not reproduced")
+    rel = hyper["rel_to_default"]
+    measured = (f"gain over the best baseline: {span(summary)}; hyperparameters keep "
+                f"{rel.min():.0%}..{rel.max():.0%} of the default's peak")
+    reason = ("peak goodput over the load grid, SMETRIC vs the best of the baselines under the same SLO; "
+              f"robust = gain > 0 at every setting. Hyperparameters {'robust' if hyper_ok else 'NOT robust: ' + flips(hyper)}; "
+              f"SLO scales {'robust' if slo_ok else 'NOT robust: ' + flips(slo)}.")
+    return [{"claim_id": "C17_robustness", "reproduced": measured, "verdict": verdict, "reason": reason}]
+
+
+def plot_sensitivity(summary: pd.DataFrame):
+    """One panel per knob: SMETRIC's peak goodput relative to its default and to the best baseline (%)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..plotting import set_style
+
+    set_style()
+    titles = {"hit_ratio": "hit-ratio threshold (eviction detection)", "slack": "SLO slack",
+              "slo_scale": "SLO scale (TTFT and TPOT limits x)"}
+    long = pd.concat([
+        summary.assign(comparison="vs SMETRIC default", pct=100 * (summary["rel_to_default"] - 1.0)),
+        summary.assign(comparison="vs best baseline, same SLO", pct=100 * summary["gain_vs_best"]),
+    ], ignore_index=True)
+    palette = dict(zip(long["comparison"].unique(), sns.color_palette("colorblind", 2)))
+    long = long[(long["knob"] != "slo_scale") | (long["comparison"] != "vs SMETRIC default")]  # itself
+    knobs = [k for k in titles if k in set(summary["knob"])]
+    fig, axes = plt.subplots(1, len(knobs), figsize=(4.4 * len(knobs), 3.9), squeeze=False, sharey=True)
+    for ax, knob in zip(axes[0], knobs):
+        sub = long[long["knob"] == knob].assign(setting=lambda d: d["value"].map("{:g}".format))
+        sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette)
+        ax.axhline(0, color="0.3", lw=1)
+        ax.set(xlabel=titles[knob], ylabel="peak goodput difference (%)", title=titles[knob])
+        ax.legend(fontsize=7, title=None)
+    fig.tight_layout()
+    return fig

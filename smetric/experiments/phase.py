@@ -1,0 +1,169 @@
+"""Figure 11 (beyond the paper): where SMETRIC wins and where it loses.
+
+A phase diagram over three axes the paper holds fixed: the global KV store's per-instance read
+bandwidth (capacity unlimited), the session length (the synthetic generator's median turns per
+session) and the offered load. :func:`phase_diagram` simulates SMETRIC and the baselines in every
+cell and sets each run against the ideal bound of its workload
+(:func:`smetric.policies.bounds.ideal_bound`: perfect balance *and* every reusable token hit, capped
+by the offered token rate); :func:`phase_cells` gives SMETRIC's gain over the best baseline per
+cell and :func:`phase_regimes` summarises where each regime lies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..policies.bounds import ideal_bound
+from ..workload.synthetic import AGENT, expected_turns, with_overrides
+from .ablation import RPM_PER_INSTANCE, run_cases
+from .setups import agent_workload, paper_cluster
+
+__all__ = ["PHASE_POLICIES", "TIE_BAND", "COLLAPSE_FRAC", "phase_diagram", "phase_cells", "phase_regimes",
+           "plot_phase"]
+
+#: SMETRIC and the three strongest baselines at the 30B knee (see ``ablation.SENSITIVITY_BASELINES``).
+PHASE_POLICIES = ("smetric", "lmetric", "dynamo", "least-load")
+
+#: Gains within +-TIE_BAND count as a tie (the seed-to-seed spread of peak goodput is a few percent).
+TIE_BAND = 0.03
+
+#: A cell where no policy reaches this fraction of its ideal goodput has collapsed (open-loop overload).
+COLLAPSE_FRAC = 0.05
+
+_REGIMES = ("smetric wins", "tie", "smetric loses", "collapsed")
+
+
+def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_medians: Sequence[float] = (1, 2, 4, 8),
+                  loads: Sequence[float] = (0.15, 0.25, 0.35), policies: Sequence[str] = PHASE_POLICIES,
+                  testbed: str = "30b", n_instances: int = 16, minutes: float = 8.0, warmup_minutes: float = 120.0,
+                  seed: int = 0, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
+    """Every policy in every (bandwidth GB/s, median turns, load) cell; one row per run.
+
+    The global store has unlimited capacity and ``bandwidth`` GB/s per instance; sessions have a
+    log-normal number of turns with the given median (the agent calibration's sigma). Columns:
+    ``bandwidth_gbs, turns_median, mean_turns, load, rpm_per_instance`` (nominal),
+    ``offered_rpm_per_instance`` (the workload's own rate x load), ``policy``, the summary metrics,
+    then ``ideal_tps`` (the bound), ``offered_tps`` (token rate x load), ``ideal_goodput_tps`` (their
+    minimum) and ``frac_ideal`` = goodput / ideal goodput.
+    """
+    if "smetric" not in policies or len(policies) < 2:
+        raise ValueError(f"policies must include smetric and at least one baseline, got {list(policies)}")
+    if not bandwidths or not turns_medians or not loads:
+        raise ValueError("phase_diagram needs at least one bandwidth, one turns median and one load")
+    workloads, clusters, bounds, rates, points = {}, {}, {}, {}, []
+    for bw in bandwidths:
+        clusters[f"{bw:g} GB/s"] = paper_cluster(testbed, n_instances=n_instances, global_store=f"inf:{bw}")
+    coef = next(iter(clusters.values())).hardware_spec().coef_array
+    for turns in turns_medians:
+        key = f"turns {turns:g}"
+        w = agent_workload(n_instances, minutes, seed=seed, rpm_per_instance=RPM_PER_INSTANCE,
+                           warmup_minutes=warmup_minutes, turns_median=float(turns))
+        workloads[key], bounds[key] = w, ideal_bound(w, coef, n_instances)
+        rates[key] = len(w) / (w.duration / 60.0) / n_instances
+        for bw in bandwidths:
+            for load in loads:
+                for policy in policies:
+                    points.append({"bandwidth_gbs": float(bw), "turns_median": float(turns), "load": float(load),
+                                   "case": policy, "workload": key, "cluster": f"{bw:g} GB/s"})
+    cases = {p: (p, {}) for p in policies}
+    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
+    key = frame["workload"]
+    frame.insert(2, "mean_turns", frame["turns_median"].map(lambda m: expected_turns(with_overrides(AGENT, turns_median=m))))
+    at = frame.columns.get_loc("load") + 1
+    frame.insert(at, "rpm_per_instance", frame["load"] * RPM_PER_INSTANCE)
+    frame.insert(at + 1, "offered_rpm_per_instance", key.map(rates) * frame["load"])
+    frame["ideal_tps"] = key.map(lambda k: bounds[k].tps)
+    frame["offered_tps"] = key.map(lambda k: bounds[k].offered_tps) * frame["load"]
+    frame["ideal_goodput_tps"] = np.minimum(frame["ideal_tps"], frame["offered_tps"])
+    frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
+    return frame.drop(columns=["case", "workload", "cluster"])
+
+
+def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, collapse_frac: float = COLLAPSE_FRAC) -> pd.DataFrame:
+    """One row per cell of a :func:`phase_diagram` frame: SMETRIC vs the best baseline (highest goodput).
+
+    ``gain`` = SMETRIC / best baseline - 1 (NaN in collapsed cells); ``regime`` is ``smetric wins``
+    (gain > ``tie_band``), ``tie``, ``smetric loses`` (gain < -``tie_band``) or ``collapsed`` (every
+    policy below ``collapse_frac`` of the ideal goodput).
+    """
+    cell = ["bandwidth_gbs", "turns_median", "mean_turns", "load", "rpm_per_instance"]
+    ours = frame[frame["policy"] == "smetric"].set_index(cell)
+    others = frame[frame["policy"] != "smetric"]
+    best = others.loc[others.groupby(cell, sort=False)["goodput_tps"].idxmax()].set_index(cell)
+    out = pd.DataFrame({
+        "smetric_goodput": ours["goodput_tps"], "best_baseline": best["policy"],
+        "best_goodput": best["goodput_tps"], "ideal_goodput": ours["ideal_goodput_tps"],
+        "smetric_frac_ideal": ours["frac_ideal"], "best_frac_ideal": best["frac_ideal"],
+        "smetric_hit_hbm": ours["hit_ratio_hbm"], "best_hit_hbm": best["hit_ratio_hbm"],
+    }).reset_index()
+    collapsed = np.maximum(out["smetric_frac_ideal"], out["best_frac_ideal"]) < collapse_frac
+    out["gain"] = np.where(collapsed, np.nan, out["smetric_goodput"] / out["best_goodput"] - 1.0)
+    out["regime"] = np.select([collapsed, out["gain"] > tie_band, out["gain"] < -tie_band],
+                              ["collapsed", "smetric wins", "smetric loses"], "tie")
+    return out
+
+
+def phase_regimes(cells: pd.DataFrame) -> pd.DataFrame:
+    """Cells per regime and SMETRIC's mean gain and fraction of ideal along each axis (margins).
+
+    Columns ``axis, value, cells`` and one count column per regime, ``mean_gain`` (over non-collapsed
+    cells), ``smetric_frac_ideal`` and ``best_frac_ideal`` (means over all cells).
+    """
+    rows = []
+    for axis in ("bandwidth_gbs", "turns_median", "load", "all"):
+        groups = [("all", cells)] if axis == "all" else cells.groupby(axis, sort=True)
+        for value, sub in groups:
+            counts = sub["regime"].value_counts()
+            rows.append({"axis": axis, "value": value, "cells": len(sub),
+                         **{r: int(counts.get(r, 0)) for r in _REGIMES},
+                         "mean_gain": sub["gain"].mean(), "smetric_frac_ideal": sub["smetric_frac_ideal"].mean(),
+                         "best_frac_ideal": sub["best_frac_ideal"].mean()})
+    return pd.DataFrame(rows)
+
+
+def plot_phase(cells: pd.DataFrame):
+    """Two rows of heatmaps, one column per load: SMETRIC's gain over the best baseline (%; x =
+    collapsed) and SMETRIC's / the best baseline's fraction of the ideal goodput."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..plotting import set_style
+
+    set_style()
+    loads = sorted(cells["load"].unique())
+    fig, axes = plt.subplots(2, len(loads), figsize=(4.3 * len(loads), 7.4), squeeze=False)
+    lim = max(5.0, float(np.nanmax(np.abs(cells["gain"]))) * 100 if cells["gain"].notna().any() else 5.0)
+    for col, load in enumerate(loads):
+        sub = cells[cells["load"] == load]
+        rpm = sub["rpm_per_instance"].iloc[0]
+
+        def grid(values):
+            table = sub.assign(v=values).pivot(index="turns_median", columns="bandwidth_gbs", values="v")
+            return table.sort_index(ascending=False)
+
+        turns_label = dict(zip(sub["turns_median"], sub["mean_turns"]))
+        gain = grid(100 * sub["gain"])
+        text = grid(np.where(sub["gain"].isna(), "x", (100 * sub["gain"]).map("{:+.0f}".format)))
+        ax = axes[0, col]
+        ax.set_facecolor("0.8")  # NaN cells (collapsed) stay grey
+        sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
+                    cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
+        ax.set(title=f"load {load:g} ({rpm:.1f} rpm/instance)", xlabel="global-store bandwidth (GB/s per instance)",
+               ylabel="median turns per session (mean)")
+        ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in gain.index], rotation=0)
+        frac = grid(sub["smetric_frac_ideal"])
+        both = grid([f"{a:.2f}\n{b:.2f}" for a, b in zip(sub["smetric_frac_ideal"], sub["best_frac_ideal"])])
+        ax = axes[1, col]
+        sns.heatmap(frac, annot=both, fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax, linewidths=0.5,
+                    annot_kws={"fontsize": 7}, cbar_kws={"label": "SMETRIC goodput / ideal"})
+        ax.set(title="fraction of ideal goodput (top SMETRIC, bottom best baseline)",
+               xlabel="global-store bandwidth (GB/s per instance)", ylabel="median turns per session (mean)")
+        ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in frac.index], rotation=0)
+        ax.title.set_fontsize(8)
+    fig.suptitle("SMETRIC vs the best baseline of each cell "
+                 f"(grey: collapsed, every policy below {COLLAPSE_FRAC:.0%} of ideal)", fontsize=10)
+    fig.tight_layout()
+    return fig
