@@ -238,7 +238,7 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
                 seed: int = 0, minutes: float = 10.0, n_instances: int | None = None, warmup_frac: float = 0.25,
                 jobs: int | None = None) -> pd.DataFrame:
     """Goodput vs load of SMETRIC over ``hit_ratio`` and ``slack`` (at the paper's SLO, the other at its
-    default) and of SMETRIC (defaults) and the ``baselines`` under each SLO scale.
+    default) and of SMETRIC (defaults) and the ``baselines`` under each SLO scale (and 1x).
 
     An SLO scale multiplies the TTFT base, TTFT per 1k and TPOT limits; SMETRIC's SLO guard sees the
     scaled SLO. Columns: ``policy, param_hit_ratio, param_slack`` (NaN for baselines), ``slo_scale,
@@ -268,7 +268,7 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
         add(f"smetric hit_ratio={hit:g} slack={slack:g} slo x{scale:g}", "smetric",
             {"hit_ratio": hit, "slack": slack}, hit, slack, scale)
     for policy in baselines:
-        for scale in map(float, slo_scales):
+        for scale in scales:  # always 1x too: the hyperparameter rows compare against it
             add(f"{policy} slo x{scale:g}", policy, {}, np.nan, np.nan, scale)
     frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
     frame = frame.drop(columns=["case", "workload", "cluster"])
