@@ -22,7 +22,7 @@ from .ablation import RPM_PER_INSTANCE, run_cases
 from .setups import agent_workload, paper_cluster
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "COLLAPSE_FRAC", "phase_diagram", "phase_cells", "phase_regimes",
-           "plot_phase"]
+           "phase_findings", "plot_phase"]
 
 #: SMETRIC and the three strongest baselines at the 30B knee (see ``ablation.SENSITIVITY_BASELINES``).
 PHASE_POLICIES = ("smetric", "lmetric", "dynamo", "least-load")
@@ -122,6 +122,30 @@ def phase_regimes(cells: pd.DataFrame) -> pd.DataFrame:
                          "mean_gain": sub["gain"].mean(), "smetric_frac_ideal": sub["smetric_frac_ideal"].mean(),
                          "best_frac_ideal": sub["best_frac_ideal"].mean()})
     return pd.DataFrame(rows)
+
+
+def phase_findings(cells: pd.DataFrame) -> str:
+    """The regimes of a :func:`phase_cells` frame in a few sentences (counts, extremes, axis margins)."""
+
+    def where(row):
+        return f"{row.bandwidth_gbs:g} GB/s, median {row.turns_median:g} turns, load {row.load:g}"
+
+    counts = cells["regime"].value_counts()
+    lines = [f"{len(cells)} cells: " + ", ".join(f"{counts.get(r, 0)} {r}" for r in _REGIMES) + "."]
+    live = cells.dropna(subset=["gain"])
+    if len(live):
+        top, low = live.loc[live["gain"].idxmax()], live.loc[live["gain"].idxmin()]
+        lines.append(f"Largest gain {top.gain:+.1%} ({where(top)}, vs {top.best_baseline}); "
+                     f"largest loss {low.gain:+.1%} ({where(low)}, vs {low.best_baseline}).")
+    regimes = phase_regimes(cells)
+    for axis, label in (("bandwidth_gbs", "bandwidth (GB/s)"), ("turns_median", "median turns"), ("load", "load")):
+        sub = regimes[regimes["axis"] == axis]
+        lines.append(f"Mean gain by {label}: " + ", ".join(f"{r.value:g}: {r.mean_gain:+.1%}" for r in sub.itertuples())
+                     + ".")
+    total = regimes[regimes["axis"] == "all"].iloc[0]
+    lines.append(f"Fraction of the ideal goodput, mean over cells: SMETRIC {total.smetric_frac_ideal:.2f}, "
+                 f"best baseline {total.best_frac_ideal:.2f}.")
+    return "\n".join(lines)
 
 
 def plot_phase(cells: pd.DataFrame):
