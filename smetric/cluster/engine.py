@@ -104,9 +104,8 @@ from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
-__all__ = ["run_engine", "compile_engine", "ENGINE_SEMANTICS_VERSION"]
+__all__ = ["run_engine", "compile_engine", "state_bytes"]
 
-ENGINE_SEMANTICS_VERSION = 1
 INF = np.inf
 
 # request states
@@ -140,9 +139,11 @@ N_GI = 6
 GF_NOW, GF_WRITE = range(2)
 N_GF = 2
 
-# Every engine function is compiled with ``_nrt=False``: the engine allocates nothing (all state is
+# Engine functions are compiled with ``_nrt=False``: the engine allocates nothing (all state is
 # preallocated in Python), and without the runtime's reference counting the row views and slices
 # taken in the hot loops cost nothing (with it, atomic increfs/decrefs took most of the run time).
+# The exceptions are ``_run`` and ``_arrive``, through which numba compiles the policies' ``route``
+# (callees inherit the caller's runtime flag, and policies may allocate).
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
@@ -922,7 +923,7 @@ def _build_view(d, st, r, t):
         v[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
 def _arrive(d, st, r, t):
     st.rf[r, RF_ARR] = t
     L = d.input_len[r]
@@ -964,7 +965,7 @@ def _arrive(d, st, r, t):
 
 
 # ====================================================================== main loop
-@njit(cache=True, _nrt=False)
+@njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
 def _run(d, st, max_arrivals):
     """Process events until ``max_arrivals`` more arrivals were handled; True when the run is over."""
     handled = 0
@@ -1092,6 +1093,11 @@ def _raw(inp: EngineInput, st: EngineState) -> RawRun:
         inst_dram_read=fi[:, FI_DRAMR].copy(), inst_global_read=fi[:, FI_GLOBR].copy(),
         inst_pd_read=fi[:, FI_PDR].copy(), global_write=float(st.gf[GF_WRITE]),
         end_time=float(st.gf[GF_NOW]), timeseries=st.ts, sample_dt=float(inp.sample_dt))
+
+
+def state_bytes(inp: EngineInput) -> int:
+    """Bytes of the state arrays the engine allocates for ``inp`` (the input arrays are shared, not counted)."""
+    return int(sum(a.nbytes for a in _make_state(inp, _make_data(inp))))
 
 
 def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) -> RawRun:
