@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cluster import cli_cmds as _cluster_cli
 from .experiments import cli_cmds as _experiments_cli
 from .hardware import cli_cmds as _hardware_cli
 from .policies import cli_cmds as _policies_cli
@@ -26,6 +27,7 @@ _COMMANDS["characterize"] = (_workload_cli.register_characterize, _workload_cli.
 _COMMANDS["synth"] = (_workload_cli.register_synth, _workload_cli.run_synth)
 _COMMANDS["perf"] = (_hardware_cli.register_perf, _hardware_cli.run_perf)
 _COMMANDS["policies"] = (_policies_cli.register_policies, _policies_cli.run_policies)
+_COMMANDS["simulate"] = (_cluster_cli.register_simulate, _cluster_cli.run_simulate)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,99 @@
+"""The ``simulate`` subcommand: replay a trace on a cluster with a routing policy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from .config import REPLAYS
+
+_INT_KEYS = ("n_requests", "n_completed", "n_unfinished")
+
+
+def _parse_params(pairs: list[str]) -> dict:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param needs KEY=VALUE, got {pair!r}")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def register_simulate(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``smetric simulate``."""
+    from ..workload.loaders import FORMATS
+
+    parser.description = ("Replay a trace on a simulated cluster with a routing policy and print the summary "
+                          "(goodput, throughput, hit ratios, imbalance, SLO attainment, TTFT/TPOT percentiles).")
+    parser.add_argument("--trace", required=True, help="a catalog name (e.g. azure-conv) or a trace file")
+    parser.add_argument("--format", choices=FORMATS, help="trace format (detected from the content by default)")
+    parser.add_argument("--policy", required=True, help="routing policy (see `smetric policies`; _ may stand for -)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a policy parameter (repeatable)")
+    parser.add_argument("--instances", type=int, help="instances (default: prefill + decode when disaggregated)")
+    parser.add_argument("--model", required=True, help="model name (see `smetric perf --list`)")
+    parser.add_argument("--gpu", required=True, help="GPU name")
+    parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
+    parser.add_argument("--load", type=float, default=1.0, help="arrival-rate multiplier (default 1)")
+    parser.add_argument("--mode", choices=("colocated", "disaggregated"), default="colocated")
+    parser.add_argument("--prefill-instances", type=int, default=0)
+    parser.add_argument("--decode-instances", type=int, default=0)
+    parser.add_argument("--global-store", default="none", metavar="provisioned|none|CAPACITY_GB:BANDWIDTH_GBPS",
+                        help="cluster-wide KV store (default none)")
+    parser.add_argument("--dram-gb", type=float, default=0.0, help="host-DRAM KV tier per instance (GB, 0 = none)")
+    parser.add_argument("--no-load-overlap", action="store_true",
+                        help="KV loads delay the admitting iteration instead of overlapping with compute")
+    parser.add_argument("--max-num-seqs", type=int, default=256)
+    parser.add_argument("--max-batched-tokens", type=int, default=4096)
+    parser.add_argument("--block-size", type=int, default=256, help="engine KV block size (tokens)")
+    parser.add_argument("--replay", choices=REPLAYS, default="open")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar (default: on for runs of >= 100,000 requests)")
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """Load, simulate, print; exit 1 on an unreadable trace, 2 on bad arguments."""
+    from ..workload.errors import TraceFormatError
+    from ..workload.loaders import load_trace
+    from .config import ClusterConfig, GlobalStore
+    from .simulate import simulate
+
+    try:
+        workload = load_trace(args.trace, format=args.format)
+    except (TraceFormatError, FileNotFoundError) as exc:
+        print(f"smetric simulate: {exc}", file=sys.stderr)
+        return 1
+    try:
+        n = args.instances
+        if n is None:
+            n = args.prefill_instances + args.decode_instances if args.mode == "disaggregated" else 1
+        cluster = ClusterConfig(
+            model=args.model, gpu=args.gpu, tp=args.tp, n_instances=n, mode=args.mode,
+            n_prefill=args.prefill_instances, n_decode=args.decode_instances, max_num_seqs=args.max_num_seqs,
+            max_batched_tokens=args.max_batched_tokens, block_size=args.block_size, dram_gb=args.dram_gb,
+            global_store=GlobalStore.parse(args.global_store, tp=args.tp),
+            kv_load_overlap=not args.no_load_overlap, replay=args.replay)
+        result = simulate(workload, cluster, args.policy, _parse_params(args.param), load=args.load, seed=args.seed,
+                          progress=args.progress)
+    except ValueError as exc:
+        print(f"smetric simulate: {exc}", file=sys.stderr)
+        return 2
+    summary = result.summary()
+    if args.out:
+        result.to_csv(args.out)
+    if args.json:
+        out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+        print(json.dumps({"trace": workload.name, "policy": args.policy, "load": args.load,
+                          "cluster": cluster.describe(), **out}, indent=1))
+    else:
+        print(f"# {workload.name} on {cluster.describe()}, policy {args.policy}, load {args.load:g}")
+        for key, value in summary.items():
+            shown = f"{value:d}" if key in _INT_KEYS else f"{value:.6g}"
+            print(f"{key:>18}  {shown}")
+    return 0
