@@ -94,8 +94,9 @@ def test_seed_means_enter_the_peak():
     assert peaks.loc["smetric", "gain_vs_best_baseline"] == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("measured, verdict", [(0.09, "reproduced"), (0.05, "reproduced"), (0.01, "direction only"),
-                                               (0.30, "direction only"), (0.0, "not reproduced"),
+@pytest.mark.parametrize("measured, verdict", [(0.09, "reproduced"), (0.05, "reproduced"), (0.03, "direction only"),
+                                               (0.30, "direction only"), (0.01, "not reproduced"),
+                                               (0.0, "not reproduced"),
                                                (-0.05, "not reproduced"), (float("nan"), "not reproduced")])
 def test_verdict_bands(measured, verdict):
     assert mr._verdict(measured, 0.09) == verdict
@@ -148,3 +149,13 @@ def test_plots_draw_every_policy(tiny_tps, tiny_latency):
     assert {"smetric", "least-load"} <= labels
     fig = mr.plot_latency(tiny_latency)
     assert {"smetric", "least-load", "lmetric"} <= {t.get_text() for t in fig.legends[0].get_texts()}
+
+
+def test_fig6_and_fig8_agree_on_a_shared_point():
+    """Same testbed, load, workload seed and policy seed -> the same goodput in both experiments
+    (mooncake breaks ties at random, so the policy seed must follow the workload seed in both)."""
+    kw = dict(policies=("smetric", "mooncake"), n_instances=8, minutes=1.0, seeds=(1,), jobs=1)
+    tps = mr.tps_vs_load(testbeds=("30b",), multipliers=(6,), **kw).set_index("policy")["goodput_tps"]
+    lat = mr.latency_distributions(multiplier=6, **kw).groupby("policy")["goodput_tps"].first()
+    assert (tps > 0).all()
+    assert np.allclose(tps.sort_index(), lat.sort_index())

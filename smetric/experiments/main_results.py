@@ -114,8 +114,11 @@ def _check_names(testbeds: Sequence[str], policies: Sequence[str]) -> None:
 
 def _load_point(testbed: str, policy: str, multiplier: float, load: float, seed: int, *, workloads: dict,
                 clusters: dict, warmup_frac: float) -> dict:
-    """One sweep point: the summary of ``policy`` on ``testbed`` at ``load`` (module level for Dask)."""
-    return run_point(workloads[(testbed, seed)], clusters[testbed], policy, load=load, warmup_frac=warmup_frac)
+    """One sweep point: the summary of ``policy`` on ``testbed`` at ``load`` (module level for Dask).
+
+    ``seed`` picks the workload and seeds the policy's random draws (as in :func:`latency_distributions`)."""
+    return run_point(workloads[(testbed, seed)], clusters[testbed], policy, load=load, seed=seed,
+                     warmup_frac=warmup_frac)
 
 
 def _load_sweep(clusters: dict, policies: Sequence[str], multipliers: Sequence[float], minutes: dict,
@@ -387,10 +390,15 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
 
 
 # ---------------------------------------------------------------------------------------- claims
+# Gains at or below this are ties: across 4 workload seeds the 235B peak gain spread over -2.8..+0.1 %
+# and the 30B one over +2.0..+5.5 % (10-min / 20-min windows).
+TIE = 0.02
+
+
 def _verdict(measured: float, paper: float) -> str:
     """``reproduced`` within half the paper's gain (at least 3 points), ``direction only`` for any other
-    gain > 0, ``not reproduced`` otherwise."""
-    if not np.isfinite(measured) or measured <= 0:
+    gain above :data:`TIE`, ``not reproduced`` otherwise."""
+    if not np.isfinite(measured) or measured <= TIE:
         return "not reproduced"
     return "reproduced" if abs(measured - paper) <= max(0.5 * abs(paper), 0.03) else "direction only"
 
@@ -406,6 +414,38 @@ def _anchor_note(df: pd.DataFrame, metric: str, testbed: str) -> str:
             f"(= paper {base['peak_multiplier']:g}x; anchor 8x = {ANCHOR_LOAD[testbed] * RPM_PER_INSTANCE:.2f})")
 
 
+_TYPICAL_PROMPT = 25_000  # tokens: mean prompt of the synthetic agent workload (~24.9k)
+_TYPICAL_NEW = 0.2  # share of it not found in any cache (agent reuse ~80 %)
+
+
+def _locality_note(testbed: str) -> str:
+    """What a local hit saves on ``testbed``: global-store load time of a typical prompt vs prefill of its new tokens."""
+    from ..hardware import kernel
+
+    cluster = paper_cluster(testbed)
+    spec = cluster.hardware_spec()
+    load_s = _TYPICAL_PROMPT * spec.kv_bytes_per_token / (cluster.global_store.bandwidth_gbs * 1e9)
+    new = _TYPICAL_NEW * _TYPICAL_PROMPT
+    prefill_s = kernel.prefill_time_nb(spec.coef_array, new, _TYPICAL_PROMPT - new)
+    return (f"a local hit saves loading a {_TYPICAL_PROMPT / 1e3:.0f}k-token prefix from the global store: "
+            f"{1e3 * load_s:.0f} ms at {cluster.global_store.bandwidth_gbs:g} GB/s vs {1e3 * prefill_s:.0f} ms "
+            f"to prefill its {new / 1e3:.0f}k new tokens")
+
+
+def _last_level_note(df: pd.DataFrame, last: pd.Series, testbed: str) -> str:
+    """What limits SMETRIC and the best baseline at the highest paper level swept (SLO attainment, TPOT, local hits)."""
+    cols = ["slo_attainment", "tpot_p50", "ttft_p50", "hit_ratio_hbm"]
+    at = df[(df["testbed"] == testbed) & (df["multiplier"] == last["multiplier"])]
+    m = at.groupby("policy")[cols].mean()
+
+    def desc(policy: str) -> str:
+        r = m.loc[policy]
+        return (f"{policy} SLO met {r['slo_attainment']:.0%}, TPOT p50 {1e3 * r['tpot_p50']:.0f} ms, "
+                f"TTFT p50 {r['ttft_p50']:.1f} s, HBM hit {r['hit_ratio_hbm']:.0%}")
+
+    return f"At {last.name}: {desc('smetric')}; {desc(last['best_baseline'])} (TPOT SLO 20 ms)."
+
+
 def main_result_claims(df: pd.DataFrame) -> list[dict]:
     """Rows for C12 (gains vs load, on the 30B testbed if swept, else the first) and C13 (peak per testbed)."""
     rows = []
@@ -418,13 +458,12 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
         text = ", ".join(f"{k} ({g.loc[k, 'rpm_per_instance']:.1f} rpm/inst) {_pct(g.loc[k, 'gain'])} vs "
                          f"{g.loc[k, 'best_baseline']}" for k in g.index)
         close = len(g) == len(paper) and all(abs(g.loc[k, "gain"] - v) <= max(0.5 * v, 0.03) for k, v in paper.items())
-        grows = g["gain"].iloc[-1] > max(g["gain"].iloc[0], 0.0)
+        grows = g["gain"].iloc[-1] > max(g["gain"].iloc[0], TIE)
         verdict = "reproduced" if close else ("direction only" if grows else "not reproduced")
         rows.append({"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}: {text}", "verdict": verdict,
                      "reason": ("paper x mapped to load = x/8 of the best baseline's peak load in our model; "
                                 + _anchor_note(df, "goodput_tps", primary) + "; past saturation = 10x. "
-                                "Open-loop replay: past the knee goodput collapses for every policy, so late "
-                                "ratios compare small numbers.")})
+                                + _last_level_note(df, g.iloc[-1], primary))})
     peaks = peak_table(df)
     for testbed, claim, paper in (("30b", "C13_peak_30b", 0.09), ("235b", "C13_peak_235b", 0.15)):
         sub = peaks[peaks["testbed"] == testbed].set_index("policy")
@@ -436,8 +475,8 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
                      "reproduced": (f"peak goodput smetric {sub.loc['smetric', 'peak'] / 1e3:.1f}k tok/s vs "
                                     f"{best} {sub.loc[best, 'peak'] / 1e3:.1f}k: {_pct(gain)}"),
                      "reason": (f"max over {df['multiplier'].nunique()} loads, {len(sub) - 1} baselines, "
-                                f"{df['seed'].nunique()} seed(s); synthetic agent sessions, roofline "
-                                "performance model of H20; " + _anchor_note(df, "goodput_tps", testbed))})
+                                f"{df['seed'].nunique()} seed(s), gains <= {TIE:.0%} count as ties; "
+                                + _anchor_note(df, "goodput_tps", testbed) + "; " + _locality_note(testbed))})
     return rows
 
 
