@@ -26,7 +26,7 @@ def test_no_global_tier_rows_and_no_lower_tiers():
     assert (counts.loc[8.0] > counts.loc[3.0]).all()
 
 
-@pytest.mark.parametrize("kwargs", [{"testbed": "7b"}, {"warmup_frac": 1.0}, {"n_instances": 0}])
+@pytest.mark.parametrize("kwargs", [{"testbed": "7b"}, {"warmup_frac": 1.0}, {"n_instances": 0}, {"replay": "batch"}])
 def test_no_global_tier_rejects_bad_setup(kwargs):
     with pytest.raises(ValueError):
         mo.no_global_tier((3.0,), ("least-load",), **{**TINY, **kwargs})

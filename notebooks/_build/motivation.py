@@ -11,7 +11,10 @@ LOAD_AXIS = (
     "the paper's 45 rpm/instance: tool and think gaps between turns stay as generated, because an agent's "
     "tool time does not depend on how busy the cluster is. The modelled capacity (32x Qwen3-30B-A3B on H20, "
     "~34k-token agent prompts) is ~10-15 rpm/instance, far below the paper's 43-48, so the paper's loads "
-    "cannot be matched one to one; each figure states the load it reads its claim at.")
+    "cannot be matched one to one; each figure states the load it reads its claim at. Replay is open-loop, as "
+    "the paper's trace replay: a follow-up arrives at its generated time even while its parent is still "
+    "queued (near the knee ~10 % do, and miss their parent's KV); `replay = \"closed\"` in the parameters "
+    "releases a follow-up only after its parent's response.")
 
 IMPORTS = ("import os\n\nfrom smetric.experiments import motivation as mo\n"
            "from smetric.experiments.claims import paper_claims, record_claims\nfrom smetric.plotting import save_figure")
@@ -28,6 +31,7 @@ COMMON_PARAMS = (
     "minutes = 5 if QUICK else 20  # measured window of the agent workload (sessions start up to 30 min earlier)\n"
     "seed = 0\n"
     "warmup_frac = 0.25  # share of the arrival span simulated but not measured (cold caches)\n"
+    "replay = \"open\"  # the paper's trace replay; \"closed\": a follow-up waits for its parent's response\n"
     "jobs = 1 if QUICK else None  # sweep workers (None: SMETRIC_JOBS or one per core)")
 
 NOTEBOOKS = {
@@ -52,7 +56,7 @@ NOTEBOOKS = {
             metadata={"tags": ["parameters"]}),
         new_code_cell(
             "df = mo.no_global_tier(rpm_per_instance, policies, testbed=testbed, n_instances=n_instances,\n"
-            "                       minutes=minutes, seed=seed, warmup_frac=warmup_frac, jobs=jobs)\n"
+            "                       minutes=minutes, seed=seed, warmup_frac=warmup_frac, replay=replay, jobs=jobs)\n"
             "df.pivot(index='rpm_per_instance', columns='policy', values=['hit_ratio', 'goodput_tps']).round(2)"),
         new_code_cell("fig = mo.plot_no_global_tier(df)\nsave_figure(fig, df, 'fig02_no_global_tier')"),
         new_code_cell("rows = mo.no_global_tier_claims(df)\n" + CLAIMS_PRINT.format(fig="fig02")),
@@ -81,7 +85,7 @@ NOTEBOOKS = {
         new_code_cell(
             "df = mo.global_tier_sweep(capacities_gb, bandwidths_gbs, policies, rpm_per_instance=rpm_per_instance,\n"
             "                          testbed=testbed, n_instances=n_instances, minutes=minutes, seed=seed,\n"
-            "                          warmup_frac=warmup_frac, jobs=jobs)\n"
+            "                          warmup_frac=warmup_frac, replay=replay, jobs=jobs)\n"
             "mo.global_tier_gaps(df).round(3)"),
         new_code_cell("fig = mo.plot_global_tier(df)\nsave_figure(fig, df, 'fig03_global_tier_sweep')"),
         new_code_cell("rows = mo.global_tier_claims(df)\n" + CLAIMS_PRINT.format(fig="fig03")),
@@ -109,7 +113,7 @@ NOTEBOOKS = {
         new_code_cell(
             "df = mo.sticky_imbalance(policies, rpm_per_instance=rpm_per_instance, testbed=testbed,\n"
             "                         n_instances=n_instances, minutes=minutes, seed=seed, warmup_frac=warmup_frac,\n"
-            "                         window_s=window_s, n_samples=n_samples, jobs=jobs)\n"
+            "                         window_s=window_s, n_samples=n_samples, replay=replay, jobs=jobs)\n"
             "mo.imbalance_over_time(df).groupby('policy')[['requests_imbalance', 'kv_imbalance']].mean().round(2)"),
         new_code_cell("fig = mo.plot_sticky_imbalance(df)\nsave_figure(fig, df, 'fig04_sticky_imbalance')"),
         new_code_cell("rows = mo.sticky_imbalance_claims(df)\n" + CLAIMS_PRINT.format(fig="fig04")),

@@ -18,6 +18,9 @@ concurrent sessions (the generator's session arrival rate, replayed at ``load=1`
 replay of a 45 rpm/instance trace: the tool and think gaps between turns stay as generated, since
 an agent's tool time does not depend on how busy the cluster is. (Replaying at ``load=0.1-0.3``
 would stretch every gap 3-10x and push follow-ups out of a 30 GB HBM cache before they return.)
+Replay is open (the paper's trace replay) by default: a follow-up arrives at its generated time even
+if its parent is still queued -- near the knee ~10 % of follow-ups do, and miss their parent's KV.
+``replay="closed"`` releases each follow-up only after its parent finished (plus the gap).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ..cluster.config import REPLAYS
 from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
@@ -68,14 +72,16 @@ def _label(policy: str) -> str:
 
 
 def _summary_point(rpm_per_instance: float, policy: str, *, global_store: str, testbed: str, n_instances: int,
-                   minutes: float, seed: int, warmup_frac: float) -> dict:
+                   minutes: float, seed: int, warmup_frac: float, replay: str) -> dict:
     """One simulation at ``rpm_per_instance`` (a sweep point function): its summary dict."""
     workload = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance)
-    cluster = paper_cluster(testbed, n_instances=n_instances, global_store=global_store)
+    cluster = paper_cluster(testbed, n_instances=n_instances, global_store=global_store, replay=replay)
     return run_point(workload, cluster, policy, load=1.0, seed=seed, warmup_frac=warmup_frac)
 
 
-def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float) -> None:
+def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float, replay: str) -> None:
+    if replay not in REPLAYS:
+        raise ValueError(f"replay must be one of {REPLAYS}, got {replay!r}")
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
     if not (isinstance(n_instances, int) and n_instances > 0):
@@ -97,16 +103,16 @@ def _check_rates(name: str, values: Sequence[float]) -> list[float]:
 def no_global_tier(rpm_per_instance: Sequence[float] = (2, 3, 4, 6, 8, 10, 13, 16),
                    policies: Sequence[str] = ("bailian", "lmetric", "least-load", "cache-affinity"), *,
                    testbed: str = "30b", n_instances: int = 32, minutes: float = 20.0, seed: int = 0,
-                   warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
+                   warmup_frac: float = 0.25, replay: str = "open", jobs: int | None = None) -> pd.DataFrame:
     """Fig. 2: every policy at every offered load on the testbed with no global store and no DRAM tier.
 
     One row per (policy, rpm_per_instance) with every ``SimResult.summary()`` metric (measured after
     ``warmup_frac`` of the arrival span); ``hit_ratio`` is the reuse ratio (all of it HBM here).
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac)
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
     grid = {"policy": list(policies), "rpm_per_instance": _check_rates("rpm_per_instance", rpm_per_instance)}
     shared = {"global_store": "none", "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-              "seed": seed, "warmup_frac": warmup_frac}
+              "seed": seed, "warmup_frac": warmup_frac, "replay": replay}
     return sweep(grid, _summary_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
 
 
@@ -156,11 +162,16 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
         tps_verdict = "direction only" if rel < 0 else "not reproduced"
     where = f"at {ref:g} req/min/instance (BAILIAN's goodput peak), no global store, no DRAM"
     if rb < rl:
+        load_only = table["hit_ratio"].get("least-load")
+        like_load_only = ("" if load_only is None else
+                          f" (reuse {reuse_b.min():.2f}-{reuse_b.max():.2f}, close to load-only's "
+                          f"{load_only.min():.2f}-{load_only.max():.2f})")
         why = ("BAILIAN as in blitz-router samples an instance with probability proportional to its min-max-"
                "normalised score, so among many instances the one holding the session's KV draws only a small "
-               "share of the probability mass and BAILIAN places follow-ups almost at random, while LMetric's "
-               "(queued + new prefill tokens) x BS score strongly prefers the longest hit on ~30k-token agent "
-               "prompts; the paper tuned BAILIAN's weights per workload (not public), we keep the defaults")
+               f"share of the probability mass and BAILIAN places follow-ups almost at random{like_load_only}, "
+               "while LMetric's (queued + new prefill tokens) x BS score strongly prefers the longest hit on "
+               "~30k-token agent prompts; the paper tuned BAILIAN's weights per workload (not public), we keep "
+               "the defaults")
     else:
         why = "BAILIAN keeps more of the sessions' KV local than LMetric"
     affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
@@ -191,7 +202,7 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0,
                       bandwidths_gbs: Sequence[float] = (1.0, 3.0, 8.0, 23.75),
                       policies: Sequence[str] = ("least-load", "lmetric", "bailian", "smetric"), *,
                       rpm_per_instance: float = 12.0, testbed: str = "30b", n_instances: int = 32,
-                      minutes: float = 20.0, seed: int = 0, warmup_frac: float = 0.25,
+                      minutes: float = 20.0, seed: int = 0, warmup_frac: float = 0.25, replay: str = "open",
                       jobs: int | None = None) -> pd.DataFrame:
     """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load.
 
@@ -199,7 +210,7 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0,
     provisioned bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. One row per
     (capacity_gb, bandwidth_gbs, policy) with every summary metric.
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac)
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
     caps = [float(c) for c in capacities_gb]
     if not caps or any(not c >= 0 for c in caps):
         raise ValueError(f"capacities_gb must be >= 0 (0 = no store, inf = unlimited), got {capacities_gb!r}")
@@ -210,7 +221,7 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0,
     grid = [{"capacity_gb": cap, "bandwidth_gbs": bw, "policy": p}
             for cap in caps for bw in ([math.nan] if cap == 0 else bws) for p in policies]
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac}
+              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "replay": replay}
     frame = sweep(grid, _store_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
     frame.insert(0, "rpm_per_instance", float(rpm_per_instance))
     return frame
@@ -308,10 +319,10 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------- fig04
 def _imbalance_point(policy: str, *, rpm_per_instance: float, testbed: str, n_instances: int, minutes: float,
-                     seed: int, warmup_frac: float, window_s: float, n_samples: int) -> pd.DataFrame:
+                     seed: int, warmup_frac: float, window_s: float, n_samples: int, replay: str) -> pd.DataFrame:
     """Per (window, instance): mean requests in the instance (running + waiting) and HBM KV in use."""
     workload = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance)
-    cluster = paper_cluster(testbed, n_instances=n_instances)
+    cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
     result = simulate(workload, cluster, policy, load=1.0, seed=seed, progress=False, n_samples=n_samples)
     arrivals = result.requests["arrival"]
     start = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min()))
@@ -329,7 +340,7 @@ def _imbalance_point(policy: str, *, rpm_per_instance: float, testbed: str, n_in
 def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinity", "smetric", "least-load"), *,
                      rpm_per_instance: float = 12.0, testbed: str = "30b", n_instances: int = 32,
                      minutes: float = 20.0, seed: int = 0, warmup_frac: float = 0.25, window_s: float = 60.0,
-                     n_samples: int = 1000, jobs: int | None = None) -> pd.DataFrame:
+                     n_samples: int = 1000, replay: str = "open", jobs: int | None = None) -> pd.DataFrame:
     """Fig. 4: per-instance load over time, provisioned global store, measured after the warm-up.
 
     One row per (policy, minute, instance): ``requests`` = running + waiting requests and
@@ -339,13 +350,13 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
     ``work_imbalance`` = the run's max/mean of per-instance computed tokens (``summary()['imbalance']``,
     whole run, one value per policy).
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac)
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
     _check_rates("rpm_per_instance", [rpm_per_instance])
     if not window_s > 0:
         raise ValueError(f"window_s must be > 0, got {window_s!r}")
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
               "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "window_s": float(window_s),
-              "n_samples": int(n_samples)}
+              "n_samples": int(n_samples), "replay": replay}
     frame = sweep({"policy": list(policies)}, _imbalance_point, shared=shared, jobs=jobs, progress=False,
                   on_error="raise")
     frame.insert(1, "rpm_per_instance", float(rpm_per_instance))
@@ -552,12 +563,16 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
                  legend=False)
     axes[1].set(xscale="log", xlabel="mean queue length (requests)", ylabel="share of queue pairs ordered right",
                 ylim=(0.45, 1.0), title="Which of two queues finishes\nits prefill first?")
+    queue_lengths = sorted(pairs["queue_len"].unique())
     regret = frame[(frame["panel"] == "argmin") & (frame["stat"] == "excess_s")]
     sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
                  legend=False)
     axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
                 ylabel="extra queued prefill of the pick (s)",
                 title="Least-loaded instance by the metric:\nexcess over the true least-loaded")
+    for ax in axes[1:]:
+        ax.set_xticks(queue_lengths, [f"{q:g}" for q in queue_lengths])
+        ax.minorticks_off()
     handles = [plt.Line2D([], [], color=palette[m], marker="o", ls="-") for m in order]
     fig.legend(handles, order, loc="lower center", ncol=len(order), frameon=False, title="load metric")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
