@@ -103,6 +103,8 @@ def test_hardware_spec_validation():
         HardwareSpec(tuple(bad), 1.0, 10, 1.0, 1.0)
     with pytest.raises(ValueError, match="kv_capacity_tokens"):
         HardwareSpec.example(0)
+    with pytest.raises(ValueError, match="zero duration"):
+        HardwareSpec((0.0,) * kernel.N_COEF, 1.0, 10, 1.0, 1.0)
 
 
 def test_explicit_hardware_wins_over_the_perf_model():

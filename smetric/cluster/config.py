@@ -141,6 +141,8 @@ class HardwareSpec:
                  f"HardwareSpec.coefficients needs {kernel.N_COEF} entries, got {len(coef)}")
         _require(all(math.isfinite(c) and c >= 0 for c in coef),
                  f"HardwareSpec.coefficients must be finite and >= 0, got {coef}")
+        _require(kernel.iteration_time_nb(np.asarray(coef), 1.0, 0.0, 1.0, 1.0) > 0,
+                 "HardwareSpec.coefficients give a one-token iteration zero duration; every iteration must take time")
         _positive("HardwareSpec.kv_bytes_per_token", self.kv_bytes_per_token)
         _positive_int("HardwareSpec.kv_capacity_tokens", self.kv_capacity_tokens)
         _positive("HardwareSpec.l_eq", self.l_eq)

@@ -84,6 +84,8 @@ finish, no load finishing) is one event: its ``K`` iterations end at
 ``decode_ctx`` (which grows by ``n_decode`` per iteration). An arrival or hand-off cuts the run at
 the first iteration end after it; the router's view of a running instance counts the iterations
 completed so far. Finishes come from a per-instance min-heap keyed by (finishing iteration, row).
+A candidate that did not fit is not re-examined until the instance's KV state changes (the fit
+test depends on nothing else).
 """
 
 from __future__ import annotations
@@ -900,6 +902,8 @@ def _build_view(d, st, r, t):
     L = d.input_len[r]
     kg = _global_prefix(d, st, blocks)
     v = st.vbuf
+    cost_hit = -1  # instances mostly share one hit length: reuse the request's cost estimate
+    cost = 0.0
     for i in range(d.n_routable):
         k1, k2, k3 = _hits(d, st, i, blocks, kg)
         h1 = _cap_tokens(k1, d.B, L)
@@ -919,7 +923,10 @@ def _build_view(d, st, r, t):
         v[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
         v[i, pb.V_KV_CAPACITY] = d.C
         v[i, pb.V_CONTEXT_TOKENS] = ctx
-        v[i, pb.V_REQ_COST] = prefill_time_nb(d.coef, float(L - h3), float(h3))
+        if h3 != cost_hit:
+            cost_hit = h3
+            cost = prefill_time_nb(d.coef, float(L - h3), float(h3))
+        v[i, pb.V_REQ_COST] = cost
         v[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
 
 

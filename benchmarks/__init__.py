@@ -1,0 +1,1 @@
+"""Speed benchmarks of the simulator (not tests): ``python -m benchmarks`` / ``make bench``."""

@@ -1,0 +1,59 @@
+"""Shared pieces of the engine benchmarks: a result row, timing, and the printed table."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured number; ``target`` is ``"<= x"``, ``">= x"`` or ``"report"`` (no target)."""
+
+    group: str
+    metric: str
+    value: float
+    unit: str
+    target: str = "report"
+
+    @property
+    def verdict(self) -> str:
+        """``ok`` / ``MISSED`` against the target, or empty when there is none."""
+        if self.target == "report":
+            return ""
+        op, bound = self.target.split()
+        ok = self.value <= float(bound) if op == "<=" else self.value >= float(bound)
+        return "ok" if ok else "MISSED"
+
+
+def timed(fn):
+    """(wall seconds, process CPU seconds, result) of ``fn()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def _fmt(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def print_rows(rows: list[Row]) -> None:
+    """Print the rows as a markdown table."""
+    print("| group | metric | value | unit | target | |")
+    print("|---|---|---:|---|---|---|")
+    for r in rows:
+        print(f"| {r.group} | {r.metric} | {_fmt(r.value)} | {r.unit} | {r.target if r.target != 'report' else ''} "
+              f"| {r.verdict} |")
+
+
+def run_main(doc: str, run, argv: list[str] | None = None) -> int:
+    """Entry point of a benchmark module without options: ``--help`` shows ``doc``; run and print the table."""
+    argparse.ArgumentParser(description=doc.splitlines()[0]).parse_args(argv)
+    print_rows(run())
+    return 0
