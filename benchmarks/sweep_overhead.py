@@ -45,10 +45,20 @@ def _check_same(df: pd.DataFrame, reference: pd.DataFrame) -> None:
                                   check_exact=True)
 
 
-def _timed(fn) -> tuple[float, pd.DataFrame]:
+def _cpu_seconds(client) -> tuple[float, dict]:
+    """CPU time so far of this process (client, scheduler, nannies) and of each worker process."""
+    return time.process_time(), ({} if client is None else client.run(time.process_time))
+
+
+def _measure(run, client) -> tuple[float, float, float, pd.DataFrame]:
+    """Wall time, total CPU time and the busiest worker's CPU time of one sweep, and its result."""
+    cpu0, workers0 = _cpu_seconds(client)
     t0 = time.perf_counter()
-    df = fn()
-    return time.perf_counter() - t0, df
+    df = run()
+    wall = time.perf_counter() - t0
+    cpu1, workers1 = _cpu_seconds(client)
+    worker_cpu = [workers1[w] - workers0[w] for w in workers1]
+    return wall, cpu1 - cpu0 + sum(worker_cpu), max(worker_cpu, default=cpu1 - cpu0), df
 
 
 def _local_client(n_workers: int) -> tuple:
@@ -72,43 +82,51 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     cluster1, client1 = _local_client(1)
     cluster2, client2 = _local_client(2)
-    runs = {
-        "serial (jobs=1, no dask)": (1, lambda: sweep(grid, run_point, shared=shared, jobs=1, progress=False)),
-        "dask, 1 worker, pre-started": (1, lambda: sweep(grid, run_point, shared=shared, client=client1, progress=False)),
-        "dask, 2 workers, pre-started": (2, lambda: sweep(grid, run_point, shared=shared, client=client2, progress=False)),
+    configs = {  # name -> (workers, client, run)
+        "serial (jobs=1, no dask)": (1, None, lambda: sweep(grid, run_point, shared=shared, jobs=1, progress=False)),
+        "dask, 1 worker, pre-started": (1, client1, lambda: sweep(grid, run_point, shared=shared, client=client1,
+                                                                  progress=False)),
+        "dask, 2 workers, pre-started": (2, client2, lambda: sweep(grid, run_point, shared=shared, client=client2,
+                                                                   progress=False)),
     }
-    best = {name: float("inf") for name in runs}
+    best = {name: [float("inf")] * 3 for name in configs}  # wall, total CPU, busiest worker's CPU
     reference = None
     with cluster1, client1, cluster2, client2:
         for _ in range(args.repeats):  # interleaved, so a busy machine slows every configuration alike
-            for name, (_, run) in runs.items():
-                t, df = _timed(run)
-                best[name] = min(best[name], t)
+            for name, (_, client, run) in configs.items():
+                *times, df = _measure(run, client)
+                best[name] = [min(b, t) for b, t in zip(best[name], times)]
                 if reference is None:
                     reference = df
                 _check_same(df, reference)
         noop_grid = {"i": list(range(200))}
-        t_noop = min(_timed(lambda: sweep(noop_grid, noop_point, client=client1, progress=False))[0]
+        t_noop = min(_measure(lambda: sweep(noop_grid, noop_point, client=client1, progress=False), client1)[0]
                      for _ in range(args.repeats))
-    rows = [(name, workers, best[name]) for name, (workers, _) in runs.items()]
-    t_cold, df = _timed(lambda: sweep(grid, run_point, shared=shared, jobs=2, progress=False))
+    t_cold, *_, df = _measure(lambda: sweep(grid, run_point, shared=shared, jobs=2, progress=False), None)
     _check_same(df, reference)
-    rows.append(("dask, 2 workers, cold (sweep(jobs=2), start-up included)", 2, t_cold))
 
-    t_serial = rows[0][2]
-    point_s = t_serial / n
-    overhead_s = (rows[1][2] - t_serial) / n
+    wall_serial, cpu_serial, _ = best["serial (jobs=1, no dask)"]
+    wall_d1, cpu_d1, _ = best["dask, 1 worker, pre-started"]
+    _, cpu_d2, busiest_d2 = best["dask, 2 workers, pre-started"]
     print(f"{n}-point grid ({len(POLICIES)} policies x {len(LOADS)} loads), {len(shared['workload'].arrival)} "
-          f"requests on {args.instances} instances per point, "
-          f"{os.cpu_count()} cores, best of {args.repeats}, load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
-    print(f"{'configuration':58s} {'workers':>7s} {'wall s':>8s} {'speed-up':>8s}")
-    for name, workers, t in rows:
-        print(f"{name:58s} {workers:7d} {t:8.2f} {t_serial / t:8.2f}")
-    print(f"mean point time (serial): {point_s * 1e3:.0f} ms")
+          f"requests on {args.instances} instances per point, {os.cpu_count()} cores, best of {args.repeats}, "
+          f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"{'configuration':58s} {'workers':>7s} {'wall s':>7s} {'speed-up':>8s} {'CPU s':>7s} {'busiest':>7s}")
+    for name, (workers, _, _) in configs.items():
+        wall, cpu, busiest = best[name]
+        print(f"{name:58s} {workers:7d} {wall:7.2f} {wall_serial / wall:8.2f} {cpu:7.2f} {busiest:7.2f}")
+    print(f"{'dask, 2 workers, cold (sweep(jobs=2), start-up included)':58s} {2:7d} {t_cold:7.2f} "
+          f"{wall_serial / t_cold:8.2f}")
+    point_cpu = cpu_serial / n
+    print(f"mean point: {wall_serial / n * 1e3:.0f} ms wall, {point_cpu * 1e3:.0f} ms CPU (serial)")
     print(f"no-op point round trip on 1 worker: {t_noop / 200 * 1e3:.2f} ms "
-          f"= {100 * t_noop / 200 / point_s:.1f}% of a point (target < 5%)")
-    print(f"wall-clock overhead per point, 1 worker vs serial: {overhead_s * 1e3:.1f} ms "
-          f"= {100 * overhead_s / point_s:.1f}% of a point")
+          f"= {100 * t_noop / 200 / point_cpu:.1f}% of a point's CPU time (target < 5%)")
+    print(f"CPU dask adds per point (1 worker vs serial, all processes): {(cpu_d1 - cpu_serial) / n * 1e3:.1f} ms "
+          f"= {100 * (cpu_d1 - cpu_serial) / cpu_serial:.1f}%")
+    print(f"wall-clock overhead per point (1 worker vs serial): {(wall_d1 - wall_serial) / n * 1e3:.1f} ms "
+          f"= {100 * (wall_d1 - wall_serial) / wall_serial:.1f}% (includes other processes' load)")
+    print(f"idle-machine estimate of the 2-worker speed-up, serial CPU / max(busiest worker, CPU / 2): "
+          f"{cpu_serial / max(busiest_d2, cpu_d2 / 2):.2f}")
     print("all dask results equal the serial DataFrame bit for bit (the engine's wall_time_s column aside)")
     return 0
 
