@@ -106,7 +106,7 @@ from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
-__all__ = ["run_engine", "compile_engine", "state_bytes"]
+__all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
 
 INF = np.inf
 
@@ -675,7 +675,12 @@ def _admit(d, st, i, r, t):
 
 @njit(cache=True, _nrt=False)
 def _next_candidate(d, st, i):
-    """The queue discipline: which waiting request to try to admit next (FCFS: the oldest routed)."""
+    """The queue discipline: which waiting request to try to admit next (FCFS: the oldest routed).
+
+    A discipline whose choice can change while nothing happens on the instance (e.g. a score with
+    a waiting-time term) must also stop ``_form_batch`` from fast-forwarding decode-only runs while
+    requests wait, and the reference engine's ``_next_candidate`` must make the same choice.
+    """
     return st.ii[i, II_WHEAD]
 
 
@@ -1126,6 +1131,12 @@ def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) ->
     if st.gi[G_CLOCK_BACK]:
         raise RuntimeError(f"engine clock went backwards {st.gi[G_CLOCK_BACK]} times")
     return _raw(inp, st)
+
+
+def ensure_compiled() -> None:
+    """Compile (or load from cache) the engine unless this process already has it."""
+    if not _run.signatures:
+        compile_engine()
 
 
 def compile_engine() -> None:

@@ -239,6 +239,10 @@ class _Reference:
         return ready
 
     # ------------------------------------------------------------------ iterations
+    def _next_candidate(self, inst: _Inst) -> int:
+        """The queue discipline: the waiting request to try to admit next (FCFS: the oldest routed)."""
+        return inst.waiting[0]
+
     def _form_batch(self, inst: _Inst, t: float) -> None:
         inp = self.inp
         for r in inst.running:
@@ -258,12 +262,12 @@ class _Reference:
                 budget -= c
         wait = 0.0
         while budget > 0 and inst.waiting and len(inst.running) < inp.max_num_seqs:
-            r = inst.waiting[0]
+            r = self._next_candidate(inst)
             q = self.req[r]
             ready = self._admit(inst, q, t)
             if ready is None:
                 break
-            inst.waiting.pop(0)
+            inst.waiting.remove(r)
             inst.running.append(r)
             if ready > t and inp.overlap:
                 q.state = LOADING
