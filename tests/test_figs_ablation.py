@@ -158,27 +158,30 @@ def test_phase_cells_pick_the_best_baseline(phase_frame):
     cells = phase_cells(phase_frame)
     assert len(cells) == 4
     for row in cells.itertuples():
-        sub = phase_frame[(phase_frame["bandwidth_gbs"] == row.bandwidth_gbs)
-                          & (phase_frame["turns_median"] == row.turns_median)].set_index("policy")["goodput_tps"]
+        runs = phase_frame[(phase_frame["bandwidth_gbs"] == row.bandwidth_gbs)
+                           & (phase_frame["turns_median"] == row.turns_median)].set_index("policy")
+        sub = runs["goodput_tps"]
         assert row.best_goodput == sub.drop("smetric").max() and row.best_baseline != "smetric"
-        if row.regime != "collapsed":
+        assert row.best_slo_attainment == runs["slo_attainment"].max()
+        if row.regime != "overloaded":
             assert row.gain == pytest.approx(sub["smetric"] / sub.drop("smetric").max() - 1.0)
 
 
-def test_phase_regimes_classify_by_tie_band_and_collapse():
+def test_phase_regimes_classify_by_tie_band_and_overload():
     frame = pd.DataFrame({
         "bandwidth_gbs": [1.0] * 8 + [2.0] * 8, "turns_median": [1.0, 1.0, 2.0, 2.0] * 4,
         "mean_turns": [3.0, 3.0, 6.0, 6.0] * 4, "load": [0.1] * 4 + [0.2] * 4 + [0.1] * 4 + [0.2] * 4,
         "rpm_per_instance": 0.0, "policy": ["smetric", "least-load"] * 8,
         "goodput_tps": [110, 100, 101, 100, 90, 100, 1, 2, 100, 100, 100, 100, 100, 100, 100, 100],
         "ideal_goodput_tps": 100.0, "hit_ratio_hbm": 0.5,
+        "slo_attainment": [0.9] * 6 + [0.1, 0.4] + [0.9] * 8,   # the 7th and 8th rows: an overloaded cell
     })
     frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
-    cells = phase_cells(frame, tie_band=0.03, collapse_frac=0.05)
+    cells = phase_cells(frame, tie_band=0.03, slo_floor=0.5)
     first = cells[cells["bandwidth_gbs"] == 1.0].set_index(["turns_median", "load"])["regime"]
     assert first.to_dict() == {(1.0, 0.1): "smetric wins", (2.0, 0.1): "tie", (1.0, 0.2): "smetric loses",
-                               (2.0, 0.2): "collapsed"}
+                               (2.0, 0.2): "overloaded"}
     assert np.isnan(cells.set_index(["bandwidth_gbs", "turns_median", "load"]).loc[(1.0, 2.0, 0.2), "gain"])
     regimes = phase_regimes(cells)
     total = regimes[regimes["axis"] == "all"].iloc[0]
-    assert (total["smetric wins"], total["tie"], total["smetric loses"], total["collapsed"]) == (1, 5, 1, 1)
+    assert (total["smetric wins"], total["tie"], total["smetric loses"], total["overloaded"]) == (1, 5, 1, 1)

@@ -21,7 +21,7 @@ from ..workload.synthetic import AGENT, expected_turns, with_overrides
 from .ablation import RPM_PER_INSTANCE, run_cases
 from .setups import agent_workload, paper_cluster
 
-__all__ = ["PHASE_POLICIES", "TIE_BAND", "COLLAPSE_FRAC", "phase_diagram", "phase_cells", "phase_regimes",
+__all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "phase_diagram", "phase_cells", "phase_regimes",
            "phase_findings", "plot_phase"]
 
 #: SMETRIC and the three strongest baselines at the 30B knee (see ``ablation.SENSITIVITY_BASELINES``).
@@ -30,14 +30,15 @@ PHASE_POLICIES = ("smetric", "lmetric", "dynamo", "least-load")
 #: Gains within +-TIE_BAND count as a tie (the seed-to-seed spread of peak goodput is a few percent).
 TIE_BAND = 0.03
 
-#: A cell where no policy reaches this fraction of its ideal goodput has collapsed (open-loop overload).
-COLLAPSE_FRAC = 0.05
+#: A cell where no policy meets the SLO for this share of its requests is overloaded (past saturation:
+#: open-loop queues grow, goodput heads to 0 and ratios of small goodputs are noise).
+SLO_FLOOR = 0.5
 
-_REGIMES = ("smetric wins", "tie", "smetric loses", "collapsed")
+_REGIMES = ("smetric wins", "tie", "smetric loses", "overloaded")
 
 
 def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_medians: Sequence[float] = (1, 2, 4, 8),
-                  loads: Sequence[float] = (0.15, 0.25, 0.35), policies: Sequence[str] = PHASE_POLICIES,
+                  loads: Sequence[float] = (0.15, 0.2, 0.25, 0.3), policies: Sequence[str] = PHASE_POLICIES,
                   testbed: str = "30b", n_instances: int = 16, minutes: float = 8.0, warmup_minutes: float = 120.0,
                   seed: int = 0, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Every policy in every (bandwidth GB/s, median turns, load) cell; one row per run.
@@ -82,12 +83,13 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_me
     return frame.drop(columns=["case", "workload", "cluster"])
 
 
-def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, collapse_frac: float = COLLAPSE_FRAC) -> pd.DataFrame:
+def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: float = SLO_FLOOR) -> pd.DataFrame:
     """One row per cell of a :func:`phase_diagram` frame: SMETRIC vs the best baseline (highest goodput).
 
-    ``gain`` = SMETRIC / best baseline - 1 (NaN in collapsed cells); ``regime`` is ``smetric wins``
-    (gain > ``tie_band``), ``tie``, ``smetric loses`` (gain < -``tie_band``) or ``collapsed`` (every
-    policy below ``collapse_frac`` of the ideal goodput).
+    ``gain`` = SMETRIC / best baseline - 1 (NaN in overloaded cells); ``regime`` is ``smetric wins``
+    (gain > ``tie_band``), ``tie``, ``smetric loses`` (gain < -``tie_band``) or ``overloaded`` (no
+    policy meets the SLO for ``slo_floor`` of its requests); ``best_slo_attainment`` is the highest
+    SLO attainment of any policy in the cell.
     """
     cell = ["bandwidth_gbs", "turns_median", "mean_turns", "load", "rpm_per_instance"]
     ours = frame[frame["policy"] == "smetric"].set_index(cell)
@@ -98,18 +100,19 @@ def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, collapse_frac: 
         "best_goodput": best["goodput_tps"], "ideal_goodput": ours["ideal_goodput_tps"],
         "smetric_frac_ideal": ours["frac_ideal"], "best_frac_ideal": best["frac_ideal"],
         "smetric_hit_hbm": ours["hit_ratio_hbm"], "best_hit_hbm": best["hit_ratio_hbm"],
+        "best_slo_attainment": frame.groupby(cell, sort=False)["slo_attainment"].max(),
     }).reset_index()
-    collapsed = np.maximum(out["smetric_frac_ideal"], out["best_frac_ideal"]) < collapse_frac
-    out["gain"] = np.where(collapsed, np.nan, out["smetric_goodput"] / out["best_goodput"] - 1.0)
-    out["regime"] = np.select([collapsed, out["gain"] > tie_band, out["gain"] < -tie_band],
-                              ["collapsed", "smetric wins", "smetric loses"], "tie")
+    overloaded = out["best_slo_attainment"] < slo_floor
+    out["gain"] = np.where(overloaded, np.nan, out["smetric_goodput"] / out["best_goodput"] - 1.0)
+    out["regime"] = np.select([overloaded, out["gain"] > tie_band, out["gain"] < -tie_band],
+                              ["overloaded", "smetric wins", "smetric loses"], "tie")
     return out
 
 
 def phase_regimes(cells: pd.DataFrame) -> pd.DataFrame:
     """Cells per regime and SMETRIC's mean gain and fraction of ideal along each axis (margins).
 
-    Columns ``axis, value, cells`` and one count column per regime, ``mean_gain`` (over non-collapsed
+    Columns ``axis, value, cells`` and one count column per regime, ``mean_gain`` (over non-overloaded
     cells), ``smetric_frac_ideal`` and ``best_frac_ideal`` (means over all cells).
     """
     rows = []
@@ -149,8 +152,8 @@ def phase_findings(cells: pd.DataFrame) -> str:
 
 
 def plot_phase(cells: pd.DataFrame):
-    """Two rows of heatmaps, one column per load: SMETRIC's gain over the best baseline (%; x =
-    collapsed) and SMETRIC's / the best baseline's fraction of the ideal goodput."""
+    """Two rows of heatmaps, one column per load: SMETRIC's gain over the best baseline (%; grey =
+    overloaded) and SMETRIC's / the best baseline's fraction of the ideal goodput."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -172,7 +175,7 @@ def plot_phase(cells: pd.DataFrame):
         gain = grid(100 * sub["gain"])
         text = grid(np.where(sub["gain"].isna(), "x", (100 * sub["gain"]).map("{:+.0f}".format)))
         ax = axes[0, col]
-        ax.set_facecolor("0.8")  # NaN cells (collapsed) stay grey
+        ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
         sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
                     cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
         ax.set(title=f"load {load:g} ({rpm:.1f} rpm/instance)", xlabel="global-store bandwidth (GB/s per instance)",
@@ -188,6 +191,6 @@ def plot_phase(cells: pd.DataFrame):
         ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in frac.index], rotation=0)
         ax.title.set_fontsize(8)
     fig.suptitle("SMETRIC vs the best baseline of each cell "
-                 f"(grey: collapsed, every policy below {COLLAPSE_FRAC:.0%} of ideal)", fontsize=10)
+                 f"(grey: overloaded, no policy meets the SLO for {SLO_FLOOR:.0%} of requests)", fontsize=10)
     fig.tight_layout()
     return fig
