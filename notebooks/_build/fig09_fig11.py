@@ -60,7 +60,7 @@ FIG10 = [
         "(the other at its default 0.5 / 1, paper SLO), and SMETRIC (defaults) and the baselines with every "
         "SLO limit (TTFT base 1 s, 62.5 ms per 1k prompt tokens, TPOT 20 ms) scaled by 0.5, 1 or 2 — SMETRIC's "
         "SLO guard sees the scaled SLO. Baselines: LMetric, Dynamo and least-load, the three best of the 14 "
-        "routers at the 30B knee (the others are ≥ 9 % lower there). Each setting's peak goodput (max over "
+        "routers at peak on both testbeds in fig06 (30B: within 1 % of each other; the next, Mooncake, 6 % lower). Each setting's peak goodput (max over "
         "loads 0.25-0.45 × 45 rpm per instance) relative to SMETRIC's default and to the best baseline under "
         "the same SLO. Verdict: robust if the gain over the best baseline stays positive at every setting."),
     new_code_cell(

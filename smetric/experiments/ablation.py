@@ -60,8 +60,8 @@ _STEPS = (
 PAPER_ABLATION = {"C15_ablation_cost": {"30b": 0.042, "235b": 0.019},
                   "C15_ablation_guard": {"30b": 0.072, "235b": 0.247}}
 
-#: Baselines of fig10: the three best of the 14 routers at the 30B knee (load 0.35: least-load,
-#: lmetric, dynamo within 3 % of each other; mooncake, llm-d, aibrix 9-14 % lower, the rest further).
+#: Baselines of fig10 and fig11: the three best of the 14 routers on both testbeds (fig06 peaks, 30B:
+#: dynamo, lmetric, least-load within 1 %; the next, mooncake, 6 % lower, the rest 10-85 % lower).
 SENSITIVITY_BASELINES = ("lmetric", "dynamo", "least-load")
 
 _DEFAULT_LOADS = {"30b": (0.25, 0.3, 0.35, 0.4, 0.45), "235b": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55)}
