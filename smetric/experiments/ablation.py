@@ -132,8 +132,8 @@ def ablation(testbeds: Sequence[str] = ("30b", "235b"), loads: Mapping[str, Sequ
         clusters[testbed] = cluster
         for seed in seeds:
             key = f"{testbed}/seed{seed}"
-            workloads[key] = agent_workload(cluster.n_instances, minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0)),
-                                            seed=seed, rpm_per_instance=RPM_PER_INSTANCE)
+            window = minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0))
+            workloads[key] = agent_workload(cluster.n_instances, window, seed=seed, rpm_per_instance=RPM_PER_INSTANCE)
             for variant in ABLATION_VARIANTS:
                 for load in loads.get(testbed, _DEFAULT_LOADS.get(testbed, _DEFAULT_LOADS["30b"])):
                     points.append({"testbed": testbed, "seed": seed, "case": variant, "load": float(load),
@@ -219,7 +219,8 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
         ax.legend(fontsize=7, title=None)
     bars = gains.assign(step=gains["component"] + "\n" + gains["context"], measured=100 * gains["gain"])
     paper = gains[gains["primary"]].assign(step=lambda d: d["component"] + "\n" + d["context"],
-                                           measured=lambda d: 100 * d["paper"], testbed=lambda d: d["testbed"] + " paper")
+                                           measured=lambda d: 100 * d["paper"],
+                                           testbed=lambda d: d["testbed"] + " paper")
     both = pd.concat([bars, paper], ignore_index=True)
     order = list(dict.fromkeys(bars["step"]))
     sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h")

@@ -72,7 +72,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_me
     cases = {p: (p, {}) for p in policies}
     frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
     key = frame["workload"]
-    frame.insert(2, "mean_turns", frame["turns_median"].map(lambda m: expected_turns(with_overrides(AGENT, turns_median=m))))
+    mean_turns = {m: expected_turns(with_overrides(AGENT, turns_median=m)) for m in frame["turns_median"].unique()}
+    frame.insert(2, "mean_turns", frame["turns_median"].map(mean_turns))
     at = frame.columns.get_loc("load") + 1
     frame.insert(at, "rpm_per_instance", frame["load"] * RPM_PER_INSTANCE)
     frame.insert(at + 1, "offered_rpm_per_instance", key.map(rates) * frame["load"])
