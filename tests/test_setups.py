@@ -2,7 +2,7 @@
 
 import pytest
 
-from smetric.experiments.setups import TESTBEDS, agent_workload, paper_cluster, run_point
+from smetric.experiments.setups import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
 
 
 def test_paper_clusters():
@@ -25,3 +25,12 @@ def test_run_point_measures_after_warmup_and_takes_policy_params():
         run_point(w, c, "smetric", hit_ratio=0.9)
     with pytest.raises(ValueError):
         run_point(w, c, "smetric", warmup_frac=1.0)
+
+
+def test_offered_point_scales_sessions_not_time():
+    w_low = agent_workload(8, 5.0, 0, rpm_per_instance=2.0)
+    w_high = agent_workload(8, 5.0, 0, rpm_per_instance=6.0)
+    assert len(w_high) > 2 * len(w_low)
+    assert abs(w_low.duration - w_high.duration) < 60.0   # same window: more sessions, not less time
+    s = offered_point(2.0, "least-load", n_instances=8, minutes=5.0, warmup_frac=0.0)
+    assert s["n_requests"] == len(w_low)
