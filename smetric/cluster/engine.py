@@ -28,7 +28,9 @@ Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` 
 HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
 ``h = min(k * B, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
 ``h2 - h1``, ``h3 - h2``. The router's view uses the hits at arrival; the request's real hits are
-looked up again at admission (blocks may have been evicted or added meanwhile).
+looked up again at admission (blocks may have been evicted or added meanwhile). Only prompt blocks
+are cached for reuse: a reply's KV is private and freed at finish (the next turn's prompt carries
+the reply under new block ids, as the traces' hashes do).
 
 Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arrival at an idle instance):
 
@@ -66,6 +68,13 @@ completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'
 hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
 lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
 
+Disaggregation. A prefill instance frees its copy of the prompt's KV when the prefill completes
+(its blocks stay cached there like any released prompt); the transfer is modelled on the receiving
+side: the decode instance reserves ``ceil((L + n_out) / B)`` blocks when it admits the request
+(FCFS, bounded by its HBM and ``max_num_seqs``), then receives the prompt's KV over its P->D link
+(serialised per decode instance). Decode instances keep no prefix cache. The first token is stamped
+on the prefill instance; the request finishes on the decode instance after ``n_out - 1`` decode steps.
+
 Eviction order. Unpinned blocks leave HBM least recently released first; because a request
 releases (and looks up) its blocks tail first, a prefix's head is always more recent than its tail,
 so every tier stays prefix-closed along every chain and a hit is a binary search (this engine) or
@@ -83,7 +92,10 @@ finish, no load finishing) is one event: its ``K`` iterations end at
 ``T(j) = T0 + j * base + step * j (j - 1) / 2`` because the iteration time is affine in
 ``decode_ctx`` (which grows by ``n_decode`` per iteration). An arrival or hand-off cuts the run at
 the first iteration end after it; the router's view of a running instance counts the iterations
-completed so far. Finishes come from a per-instance min-heap keyed by (finishing iteration, row).
+completed so far. The closed form and the reference's running sum of iteration times agree to
+rounding (~1e-13 relative); they could order events differently only if an arrival fell within
+that rounding of an iteration end. Finishes come from a per-instance min-heap keyed by
+(finishing iteration, row).
 A candidate that did not fit is not re-examined until the instance's KV state changes (the fit
 test depends on nothing else).
 """
