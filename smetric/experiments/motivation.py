@@ -39,7 +39,7 @@ from ..hardware.kernel import prefill_time_nb
 from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
 from ..workload.synthetic import synth_agent_workload
-from .setups import TESTBEDS, agent_workload, paper_cluster, run_point
+from .setups import TESTBEDS, agent_workload, offered_point, paper_cluster
 from .sweep import sweep
 
 __all__ = [
@@ -74,9 +74,9 @@ def _label(policy: str) -> str:
 def _summary_point(rpm_per_instance: float, policy: str, *, global_store: str, testbed: str, n_instances: int,
                    minutes: float, seed: int, warmup_frac: float, replay: str) -> dict:
     """One simulation at ``rpm_per_instance`` (a sweep point function): its summary dict."""
-    workload = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance)
-    cluster = paper_cluster(testbed, n_instances=n_instances, global_store=global_store, replay=replay)
-    return run_point(workload, cluster, policy, load=1.0, seed=seed, warmup_frac=warmup_frac)
+    return offered_point(rpm_per_instance, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
+                         seed=seed, warmup_frac=warmup_frac, global_store=global_store,
+                         cluster_overrides={"replay": replay})
 
 
 def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float, replay: str) -> None:
