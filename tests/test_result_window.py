@@ -24,3 +24,12 @@ def test_summary_since_counts_only_later_arrivals():
     expected = (rq["input_len"] + rq["output_len"])[rq["slo_met"]].sum() / span
     assert np.isclose(late["goodput_tps"], expected)
     assert late["imbalance"] == full["imbalance"]      # instance metrics cover the whole run
+
+
+def test_prefill_tps_window_ends_at_the_last_first_token():
+    cluster = ClusterConfig(model="example", gpu="example", n_instances=2, hardware=HardwareSpec.example())
+    result = simulate(_independent_requests(output_len=400), cluster, "round-robin")
+    rq = result.requests
+    span = rq["first_token"].max() - rq["arrival"].min()
+    assert rq["finish"].max() > rq["first_token"].max()
+    assert np.isclose(result.summary()["prefill_tps"], rq.loc[rq["ttft_ok"], "input_len"].sum() / span)

@@ -8,7 +8,8 @@ Definitions used by :meth:`SimResult.summary`:
 * **goodput TPS** -- input + output tokens of SLO-meeting requests per second of the window;
   **throughput TPS** the same over all completed requests; **output TPS** output tokens only.
 * **prefill TPS** -- input tokens of requests whose first token met the TTFT SLO, per second
-  (the disaggregated-mode figure of merit: prefill goodput).
+  from the first arrival to the last first token (the disaggregated-mode figure of merit:
+  prefill goodput; a decode backlog draining after the last first token does not dilute it).
 * **hit ratio** -- prompt tokens served from a cache tier over prompt tokens, for admitted requests.
 * **imbalance** -- max / mean of per-instance work over the routable instances (prefill + decode
   tokens computed when colocated, prefill tokens on the prefill instances when disaggregated);
@@ -36,12 +37,16 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
-def _span(requests: pd.DataFrame) -> float:
-    """First arrival to last finish of ``requests`` (s); nan when none completed."""
-    done = requests["finish"].dropna()
+def _span(requests: pd.DataFrame, until: str = "finish") -> float:
+    """First arrival to the last ``until`` time (finish or first_token) of ``requests`` (s); nan when none."""
+    done = requests[until].dropna()
     if done.empty:
         return float("nan")
     return float(done.max() - requests["arrival"].min())
+
+
+def _rate(amount: float, window: float) -> float:
+    return float(amount) / window if window > 0 else float("nan")
 
 
 @dataclass(eq=False)
@@ -100,7 +105,7 @@ class SimResult:
             return float(rq.loc[admitted, col].sum()) / prompt if prompt else float("nan")
 
         def rate(x: float) -> float:
-            return float(x) / window if window > 0 else float("nan")
+            return _rate(x, window)
 
         multi = done & (rq["output_len"] > 1)
         return {
@@ -110,7 +115,7 @@ class SimResult:
             "window_s": window,
             "goodput_tps": rate(tokens[rq["slo_met"]].sum()),
             "throughput_tps": rate(tokens[done].sum()),
-            "prefill_tps": rate(rq.loc[rq["ttft_ok"], "input_len"].sum()),
+            "prefill_tps": _rate(rq.loc[rq["ttft_ok"], "input_len"].sum(), _span(rq, "first_token")),
             "output_tps": rate(rq.loc[done, "output_len"].sum()),
             "hit_ratio": ratio("hit_tokens"),
             "hit_ratio_hbm": ratio("hit_hbm"),
