@@ -1,10 +1,8 @@
 """Write notebooks/fig06_tps_vs_load.ipynb, fig07_pd_disaggregation.ipynb and fig08_latency.ipynb
 (run from anywhere: python notebooks/_build/main_results.py)."""
 
-from pathlib import Path
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from write import write_notebooks  # the generators' shared writer, next to this script
 
 LOAD_AXIS = (
     "**Load axis.** The paper's loads are multipliers (6x, 8x, 9x, past saturation) of its internal traces; "
@@ -140,15 +138,5 @@ NOTEBOOKS = {
 }
 
 
-def main() -> None:
-    """Write the three notebooks into notebooks/."""
-    out_dir = Path(__file__).resolve().parents[1]
-    for name, cells in NOTEBOOKS.items():
-        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}})
-        nbformat.write(nb, out_dir / f"{name}.ipynb")
-        print(f"wrote {out_dir / name}.ipynb")
-
-
 if __name__ == "__main__":
-    main()
+    write_notebooks(NOTEBOOKS)

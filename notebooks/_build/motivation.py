@@ -1,9 +1,7 @@
 """Write notebooks/fig02_no_global_tier.ipynb ... fig05_load_metric.ipynb (python notebooks/_build/motivation.py)."""
 
-from pathlib import Path
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+from write import write_notebooks  # the generators' shared writer, next to this script
 
 LOAD_AXIS = (
     "**Load axis.** Offered load in requests per minute per instance. A lower load is fewer concurrent "
@@ -164,15 +162,5 @@ NOTEBOOKS = {
 }
 
 
-def main() -> None:
-    """Write every notebook of this script next to its parent directory."""
-    out_dir = Path(__file__).resolve().parents[1]
-    for name, cells in NOTEBOOKS.items():
-        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}})
-        nbformat.write(nb, out_dir / f"{name}.ipynb")
-        print(f"wrote {out_dir / name}.ipynb")
-
-
 if __name__ == "__main__":
-    main()
+    write_notebooks(NOTEBOOKS)
