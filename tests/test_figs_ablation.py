@@ -4,12 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smetric.experiments.ablation import (ABLATION_VARIANTS, RPM_PER_INSTANCE, ablation, ablation_claims,
+from smetric.experiments.ablation import (ABLATION_VARIANTS, ablation, ablation_claims,
                                           ablation_gains, peak_goodput, run_cases, sensitivity,
                                           sensitivity_claims, sensitivity_summary)
 from smetric.experiments.claims import VERDICTS, record_claims
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
-from smetric.experiments.setups import agent_workload, paper_cluster, run_point
+from smetric.experiments.setups import offered_point
 
 TINY = {"30b": 4}
 MINUTES = 2.0
@@ -17,50 +17,56 @@ MINUTES = 2.0
 
 @pytest.fixture(scope="module")
 def ablation_frame():
-    return ablation(testbeds=("30b",), loads={"30b": (0.2, 0.4)}, seeds=(0, 1), minutes={"30b": MINUTES},
+    return ablation(testbeds=("30b",), rpm_per_instance={"30b": (9.0, 18.0)}, seeds=(0, 1), minutes={"30b": MINUTES},
                     n_instances=TINY, jobs=1)
 
 
 @pytest.fixture(scope="module")
 def sensitivity_frame():
     return sensitivity(hit_ratios=(0.1, 0.9), slacks=(2.0,), slo_scales=(0.5, 2.0), baselines=("least-load", "lmetric"),
-                       loads=(0.2, 0.4), minutes=MINUTES, n_instances=4, jobs=1)
+                       rpm_per_instance=(9.0, 18.0), minutes=MINUTES, n_instances=4, jobs=1)
 
 
 @pytest.fixture(scope="module")
 def phase_frame():
-    return phase_diagram(bandwidths=(2.0, 24.0), turns_medians=(1, 4), loads=(0.2,), n_instances=4, minutes=MINUTES,
+    return phase_diagram(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(9.0,), n_instances=4,
+                         minutes=MINUTES,
                          warmup_minutes=20.0, policies=("smetric", "least-load", "dynamo"), jobs=1)
 
 
-def test_run_cases_matches_run_point_and_rejects_unknown_keys():
-    w = agent_workload(4, MINUTES)
-    c = paper_cluster("30b", n_instances=4)
+def test_run_cases_matches_offered_point_and_rejects_unknown_keys():
+    setups = {"s": {"testbed": "30b", "n_instances": 4, "minutes": MINUTES, "global_store": "inf:2"}}
     cases = {"tokens": ("smetric", {"cost": "tokens"}), "ll": ("least-load", {})}
-    points = [{"tag": "a", "case": "tokens", "workload": "w", "cluster": "c", "load": 0.3},
-              {"tag": "b", "case": "ll", "workload": "w", "cluster": "c", "load": 0.3}]
-    frame = run_cases(points, cases, {"w": w}, {"c": c}, warmup_frac=0.25, jobs=1)
+    points = [{"tag": "a", "case": "tokens", "setup": "s", "rpm_per_instance": 12.0, "seed": 1},
+              {"tag": "b", "case": "ll", "setup": "s", "rpm_per_instance": 12.0, "seed": 1}]
+    frame = run_cases(points, cases, setups, warmup_frac=0.25, jobs=1)
     assert list(frame["tag"]) == ["a", "b"] and list(frame["policy"]) == ["smetric", "least-load"]
-    direct = run_point(w, c, "smetric", 0.3, params={"cost": "tokens"}, warmup_frac=0.25)
+    direct = offered_point(12.0, "smetric", testbed="30b", n_instances=4, minutes=MINUTES, seed=1, warmup_frac=0.25,
+                           global_store="inf:2", params={"cost": "tokens"})
     assert frame.loc[0, "goodput_tps"] == direct["goodput_tps"]
     assert frame.loc[0, "hit_ratio_hbm"] == direct["hit_ratio_hbm"]
     with pytest.raises(ValueError, match="unknown case 'nope'"):
-        run_cases([{**points[0], "case": "nope"}], cases, {"w": w}, {"c": c}, jobs=1)
-    with pytest.raises(ValueError, match="unknown cluster"):
-        run_cases([{**points[0], "cluster": "x"}], cases, {"w": w}, {"c": c}, jobs=1)
-    with pytest.raises(ValueError, match="no 'load'"):
-        run_cases([{k: v for k, v in points[0].items() if k != "load"}], cases, {"w": w}, {"c": c}, jobs=1)
+        run_cases([{**points[0], "case": "nope"}], cases, setups, jobs=1)
+    with pytest.raises(ValueError, match="unknown setup"):
+        run_cases([{**points[0], "setup": "x"}], cases, setups, jobs=1)
+    with pytest.raises(ValueError, match="no 'rpm_per_instance'"):
+        run_cases([{k: v for k, v in points[0].items() if k != "rpm_per_instance"}], cases, setups, jobs=1)
+    with pytest.raises(ValueError, match="rpm_per_instance must be > 0"):
+        run_cases([{**points[0], "rpm_per_instance": 0.0}], cases, setups, jobs=1)
 
 
 def test_ablation_frame_covers_every_variant_seed_and_load(ablation_frame):
     df = ablation_frame
     assert len(df) == len(ABLATION_VARIANTS) * 2 * 2
     assert set(df["variant"]) == set(ABLATION_VARIANTS) and set(df["policy"]) == {"smetric"}
-    assert np.allclose(df["rpm_per_instance"], df["load"] * RPM_PER_INSTANCE)
+    assert set(df["rpm_per_instance"]) == {9.0, 18.0}
     assert (df["goodput_tps"] <= df["throughput_tps"] + 1e-9).all()
     # a different workload seed is a different workload
-    by_seed = df.pivot_table(index=["variant", "load"], columns="seed", values="n_requests")
+    by_seed = df.pivot_table(index=["variant", "rpm_per_instance"], columns="seed", values="n_requests")
     assert (by_seed[0] != by_seed[1]).any()
+    # the offered load is the workload's arrival rate: twice the rate, about twice the requests
+    per_rate = df[df["seed"] == 0].groupby("rpm_per_instance")["n_requests"].first()
+    assert 1.5 < per_rate[18.0] / per_rate[9.0] < 2.5
 
 
 def test_ablation_gains_follow_the_peaks(ablation_frame):
@@ -111,7 +117,7 @@ def test_sensitivity_frame_and_slo_wiring(sensitivity_frame):
     base = df[df["policy"] != "smetric"]
     assert base["param_hit_ratio"].isna().all() and set(base["slo_scale"]) == {0.5, 1.0, 2.0}
     # a baseline ignores the SLO, so only the metric changes: same work, more goodput under a looser SLO
-    for _, sub in base.groupby(["policy", "load"]):
+    for _, sub in base.groupby(["policy", "rpm_per_instance"]):
         tight, loose = sub.set_index("slo_scale").loc[0.5], sub.set_index("slo_scale").loc[2.0]
         assert tight["throughput_tps"] == loose["throughput_tps"]
         assert tight["goodput_tps"] <= loose["goodput_tps"]
@@ -170,18 +176,18 @@ def test_phase_cells_pick_the_best_baseline(phase_frame):
 def test_phase_regimes_classify_by_tie_band_and_overload():
     frame = pd.DataFrame({
         "bandwidth_gbs": [1.0] * 8 + [2.0] * 8, "turns_median": [1.0, 1.0, 2.0, 2.0] * 4,
-        "mean_turns": [3.0, 3.0, 6.0, 6.0] * 4, "load": [0.1] * 4 + [0.2] * 4 + [0.1] * 4 + [0.2] * 4,
-        "rpm_per_instance": 0.0, "policy": ["smetric", "least-load"] * 8,
+        "mean_turns": [3.0, 3.0, 6.0, 6.0] * 4, "rpm_per_instance": [5.0] * 4 + [9.0] * 4 + [5.0] * 4 + [9.0] * 4,
+        "policy": ["smetric", "least-load"] * 8,
         "goodput_tps": [110, 100, 101, 100, 90, 100, 1, 2, 100, 100, 100, 100, 100, 100, 100, 100],
         "ideal_goodput_tps": 100.0, "hit_ratio_hbm": 0.5,
         "slo_attainment": [0.9] * 6 + [0.1, 0.4] + [0.9] * 8,   # the 7th and 8th rows: an overloaded cell
     })
     frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
     cells = phase_cells(frame, tie_band=0.03, slo_floor=0.5)
-    first = cells[cells["bandwidth_gbs"] == 1.0].set_index(["turns_median", "load"])["regime"]
-    assert first.to_dict() == {(1.0, 0.1): "smetric wins", (2.0, 0.1): "tie", (1.0, 0.2): "smetric loses",
-                               (2.0, 0.2): "overloaded"}
-    assert np.isnan(cells.set_index(["bandwidth_gbs", "turns_median", "load"]).loc[(1.0, 2.0, 0.2), "gain"])
+    first = cells[cells["bandwidth_gbs"] == 1.0].set_index(["turns_median", "rpm_per_instance"])["regime"]
+    assert first.to_dict() == {(1.0, 5.0): "smetric wins", (2.0, 5.0): "tie", (1.0, 9.0): "smetric loses",
+                               (2.0, 9.0): "overloaded"}
+    assert np.isnan(cells.set_index(["bandwidth_gbs", "turns_median", "rpm_per_instance"]).loc[(1.0, 2.0, 9.0), "gain"])
     regimes = phase_regimes(cells)
     total = regimes[regimes["axis"] == "all"].iloc[0]
     assert (total["smetric wins"], total["tie"], total["smetric loses"], total["overloaded"]) == (1, 5, 1, 1)

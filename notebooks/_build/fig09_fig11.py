@@ -20,8 +20,10 @@ FIG09 = [
         "**overload filter** of the v1 reading fires (queued prefill > 2× the mean) or when the **SLO guard** "
         "predicts a TTFT-SLO miss (`guard`). Goodput (tokens/s of requests meeting the SLO) vs offered load on "
         "both paper testbeds (30B: 32 instances, 10 min; 235B: 8 instances, 20 min because 8 instances are "
-        "noisier), two workload seeds each. Load is in requests per minute per instance (0.25-0.55 × the "
-        "paper's 45 rpm: our performance model saturates far below 45 rpm, see the figure notes). A "
+        "noisier), two workload seeds each. The offered load is in requests per minute per instance, set by "
+        "the session arrival rate of the generated workload (the tool/think gaps stay as calibrated); the grids "
+        "bracket each testbed's knee (30B: 8-16, 235B: 12-24 rpm; the paper's 43-48 rpm is far past "
+        "saturation in our performance model). A "
         "component's gain = ratio of peak goodput (max over the load grid, mean over seeds). The paper's order "
         "adds the cost model to v1, then swaps the filter for the SLO guard; the other order is shown too."),
     new_code_cell(
@@ -32,9 +34,9 @@ FIG09 = [
     new_code_cell(
         "QUICK = os.environ.get(\"SMETRIC_QUICK\") == \"1\"\n"
         "testbeds = [\"30b\"] if QUICK else [\"30b\", \"235b\"]\n"
-        "# load = fraction of 45 requests/min per instance, per testbed\n"
-        "loads = {\"30b\": [0.2, 0.4]} if QUICK else {\"30b\": [0.25, 0.3, 0.35, 0.4, 0.45],\n"
-        "                                              \"235b\": [0.3, 0.35, 0.4, 0.45, 0.5, 0.55]}\n"
+        "# offered load: requests / min / instance, per testbed\n"
+        "rpm_per_instance = {\"30b\": [9.0, 18.0]} if QUICK else {\"30b\": [8.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0],\n"
+        "                                                   \"235b\": [12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0]}\n"
         "seeds = [0] if QUICK else [0, 1]                          # workload seeds\n"
         "minutes = {\"30b\": 2.0} if QUICK else {\"30b\": 10.0, \"235b\": 20.0}  # measured window per testbed\n"
         "n_instances = {\"30b\": 4} if QUICK else {\"30b\": 32, \"235b\": 8}\n"
@@ -42,7 +44,7 @@ FIG09 = [
         "jobs = 1 if QUICK else None                                # None: SMETRIC_JOBS or one worker per core",
         metadata={"tags": ["parameters"]}),
     new_code_cell(
-        "df = ablation(testbeds=testbeds, loads=loads, seeds=seeds, minutes=minutes, n_instances=n_instances,\n"
+        "df = ablation(testbeds=testbeds, rpm_per_instance=rpm_per_instance, seeds=seeds, minutes=minutes, n_instances=n_instances,\n"
         "              warmup_frac=warmup_frac, jobs=jobs)\n"
         "gains = ablation_gains(df)\n"
         "gains[['testbed', 'component', 'context', 'primary', 'peak_from', 'peak_to', 'gain', 'gain_min', 'gain_max',\n"
@@ -61,7 +63,7 @@ FIG10 = [
         "SLO limit (TTFT base 1 s, 62.5 ms per 1k prompt tokens, TPOT 20 ms) scaled by 0.5, 1 or 2 — SMETRIC's "
         "SLO guard sees the scaled SLO. Baselines: LMetric, Dynamo and least-load, the three best of the 14 "
         "routers at peak on both testbeds in fig06 (30B: within 1 % of each other; the next, Mooncake, 6 % lower). Each setting's peak goodput (max over "
-        "loads 0.25-0.45 × 45 rpm per instance) relative to SMETRIC's default and to the best baseline under "
+        "offered loads of 10-16 requests / min / instance) relative to SMETRIC's default and to the best baseline under "
         "the same SLO. Verdict: robust if the gain over the best baseline stays positive at every setting."),
     new_code_cell(
         "import os\n\n"
@@ -75,7 +77,7 @@ FIG10 = [
         "slacks = [2.0] if QUICK else [0.5, 0.75, 1.0, 1.5, 2.0]\n"
         "slo_scales = [0.5, 1.0] if QUICK else [0.5, 1.0, 2.0]   # x (TTFT base, TTFT per 1k, TPOT)\n"
         "baselines = [\"least-load\"] if QUICK else [\"lmetric\", \"dynamo\", \"least-load\"]\n"
-        "loads = [0.2, 0.4] if QUICK else [0.25, 0.3, 0.35, 0.4, 0.45]  # x 45 requests/min per instance\n"
+        "rpm_per_instance = [9.0, 18.0] if QUICK else [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]  # offered load\n"
         "minutes = 2.0 if QUICK else 10.0\n"
         "n_instances = 4 if QUICK else 32\n"
         "seed = 0\n"
@@ -84,7 +86,7 @@ FIG10 = [
         metadata={"tags": ["parameters"]}),
     new_code_cell(
         "df = sensitivity(testbed=testbed, hit_ratios=hit_ratios, slacks=slacks, slo_scales=slo_scales,\n"
-        "                 baselines=baselines, loads=loads, seed=seed, minutes=minutes, n_instances=n_instances,\n"
+        "                 baselines=baselines, rpm_per_instance=rpm_per_instance, seed=seed, minutes=minutes, n_instances=n_instances,\n"
         "                 warmup_frac=warmup_frac, jobs=jobs)\n"
         "summary = sensitivity_summary(df)\n"
         "summary.round(3)"),
@@ -99,8 +101,8 @@ FIG11 = [
         "model on 16 instances (8 min windows) with a global KV store of unlimited capacity and a per-instance "
         "read bandwidth of 1.5-96 GB/s (the paper testbeds' provisioned store is ~24 GB/s), agent sessions "
         "whose median number of turns is 1-8 (log-normal, the calibration's σ; mean in brackets), and four "
-        "offered loads (0.15-0.3 × 45 rpm per instance, nominal; longer sessions start fewer requests in the "
-        "window, see `offered_rpm_per_instance`). Top: SMETRIC's goodput over the best of LMetric, Dynamo and "
+        "offered loads (4-10 requests / min / instance, set by the session arrival rate, so longer sessions "
+        "arrive less often; `offered_rpm_per_instance` is the rate measured in the window). Top: SMETRIC's goodput over the best of LMetric, Dynamo and "
         "least-load in each cell (ties: within ±3 %, about the seed-to-seed spread of fig09; grey: overloaded, "
         "no policy meets the SLO for half of its requests — past saturation, where open-loop queues grow and "
         "ratios of small goodputs are noise). Bottom: the fraction of the ideal goodput each reaches — the ideal "
@@ -114,7 +116,7 @@ FIG11 = [
         "QUICK = os.environ.get(\"SMETRIC_QUICK\") == \"1\"\n"
         "bandwidths = [2.0, 24.0] if QUICK else [1.5, 6.0, 24.0, 96.0]   # GB/s per instance, capacity unlimited\n"
         "turns_medians = [1, 4] if QUICK else [1, 2, 4, 8]                 # median turns per session\n"
-        "loads = [0.2] if QUICK else [0.15, 0.2, 0.25, 0.3]                # x 45 requests/min per instance\n"
+        "rpm_per_instance = [9.0] if QUICK else [4.0, 6.0, 8.0, 10.0]     # offered load, requests / min / instance\n"
         "policies = [\"smetric\", \"least-load\"] if QUICK else [\"smetric\", \"lmetric\", \"dynamo\", \"least-load\"]\n"
         "testbed = \"30b\"\n"
         "n_instances = 4 if QUICK else 16\n"
@@ -125,7 +127,8 @@ FIG11 = [
         "jobs = 1 if QUICK else None",
         metadata={"tags": ["parameters"]}),
     new_code_cell(
-        "df = phase_diagram(bandwidths=bandwidths, turns_medians=turns_medians, loads=loads, policies=policies,\n"
+        "df = phase_diagram(bandwidths=bandwidths, turns_medians=turns_medians, rpm_per_instance=rpm_per_instance,\n"
+        "                   policies=policies,\n"
         "                   testbed=testbed, n_instances=n_instances, minutes=minutes, warmup_minutes=warmup_minutes,\n"
         "                   seed=seed, warmup_frac=warmup_frac, jobs=jobs)\n"
         "cells = phase_cells(df)\n"

@@ -7,31 +7,31 @@
   (TTFT base, TTFT per 1k tokens and TPOT limits multiplied together); :func:`sensitivity_summary`
   gives each setting's peak goodput relative to the default and to the best baseline under the same SLO.
 
-Every figure point is a labelled *case* (a policy and its parameters) run on a keyed workload and
-cluster at one load; :func:`run_cases` evaluates a list of them with one sweep, scattering the
-workloads and clusters once. "Peak" goodput is the maximum over the load grid.
+Every figure point is a labelled *case* (a policy and its parameters) run on a keyed *setup* (testbed,
+cluster size, window, store, overrides) at one offered load in requests per minute per instance
+(:func:`smetric.experiments.setups.offered_point`: the workload is generated at that rate, so the
+tool/think gaps stay as calibrated); :func:`run_cases` evaluates a list of them with one sweep.
+"Peak" goodput is the maximum over the offered-load grid.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from ..cluster.config import SLO, ClusterConfig
+from ..cluster.config import SLO
 from ..policies import get as get_policy
-from ..workload.core import Workload
-from .setups import agent_workload, paper_cluster, run_point
+from .setups import offered_point, paper_cluster
 from .sweep import sweep
 
-__all__ = ["RPM_PER_INSTANCE", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
+__all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
            "ablation", "ablation_gains", "ablation_claims", "plot_ablation",
            "sensitivity", "sensitivity_summary", "sensitivity_claims", "plot_sensitivity"]
 
-#: Requests per minute per instance at load 1 (the paper's 43-48 rpm; ``agent_workload``'s default).
-RPM_PER_INSTANCE = 45.0
+#: The x axis of every offered-load plot.
+RPM_LABEL = "offered load (requests / min / instance)"
 
 _V1 = "v1: token count + overload filter"
 _COST = "cost model + overload filter"
@@ -64,38 +64,46 @@ PAPER_ABLATION = {"C15_ablation_cost": {"30b": 0.042, "235b": 0.019},
 #: dynamo, lmetric, least-load within 1 %; the next, mooncake, 6 % lower, the rest 10-85 % lower).
 SENSITIVITY_BASELINES = ("lmetric", "dynamo", "least-load")
 
-_DEFAULT_LOADS = {"30b": (0.25, 0.3, 0.35, 0.4, 0.45), "235b": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55)}
+#: Offered loads (requests/min/instance) around each testbed's knee (30B: goodput peaks near 12-14 and
+#: collapses by 18; 235B: peaks near 18, degrades past 22).
+_DEFAULT_RPM = {"30b": (8.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0),
+                "235b": (12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0)}
 _DEFAULT_MINUTES = {"30b": 10.0, "235b": 20.0}
 
 
 # ---------------------------------------------------------------------------- shared machinery
-def _case_point(case: str, workload: str, cluster: str, load: float, *, cases: Mapping, workloads: Mapping,
-                clusters: Mapping, warmup_frac: float, **labels) -> dict:
+def _case_point(case: str, setup: str, rpm_per_instance: float, seed: int, *, cases: Mapping, setups: Mapping,
+                warmup_frac: float, **labels) -> dict:
     """One simulation of a labelled case (sweep point function; ``labels`` are carried, not used)."""
     policy, params = cases[case]
-    return run_point(workloads[workload], clusters[cluster], policy, load, params=params, warmup_frac=warmup_frac)
+    return offered_point(rpm_per_instance, policy, seed=seed, warmup_frac=warmup_frac, params=params,
+                         **setups[setup])
 
 
-def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, dict]], workloads: Mapping[str, Workload],
-              clusters: Mapping[str, ClusterConfig], *, warmup_frac: float = 0.25,
-              jobs: int | None = None) -> pd.DataFrame:
+def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, dict]], setups: Mapping[str, Mapping], *,
+              warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Simulate every point and return one row per point: its columns, ``policy``, then the summary metrics.
 
-    Each point names a ``case`` (key of ``cases``: ``(policy, params)``), a ``workload`` and a
-    ``cluster`` (keys of the two mappings) and a ``load``; any other columns are labels carried into
-    the result. All points must have the same columns. A failed simulation raises.
+    Each point names a ``case`` (key of ``cases``: ``(policy, params)``) and a ``setup`` (key of
+    ``setups``: keyword arguments of :func:`offered_point` -- ``testbed, n_instances, minutes,
+    global_store, cluster_overrides, workload_overrides``) and gives ``rpm_per_instance`` (offered load)
+    and ``seed`` (workload and policy seed); any other columns are labels carried into the result. All
+    points must have the same columns. Points sharing a workload should be adjacent (workers cache a few
+    workloads). A failed simulation raises.
     """
     points = [dict(p) for p in points]
     for i, point in enumerate(points):
-        for key, table in (("case", cases), ("workload", workloads), ("cluster", clusters)):
+        for key, table in (("case", cases), ("setup", setups)):
             if key not in point:
                 raise ValueError(f"point {i} has no {key!r} column: {point}")
             if point[key] not in table:
                 raise ValueError(f"point {i}: unknown {key} {point[key]!r}; known: {sorted(table)}")
-        if "load" not in point:
-            raise ValueError(f"point {i} has no 'load' column: {point}")
-    shared = {"cases": dict(cases), "workloads": dict(workloads), "clusters": dict(clusters),
-              "warmup_frac": warmup_frac}
+        for key in ("rpm_per_instance", "seed"):
+            if key not in point:
+                raise ValueError(f"point {i} has no {key!r} column: {point}")
+        if not point["rpm_per_instance"] > 0:
+            raise ValueError(f"point {i}: rpm_per_instance must be > 0, got {point['rpm_per_instance']!r}")
+    shared = {"cases": dict(cases), "setups": {k: dict(v) for k, v in setups.items()}, "warmup_frac": warmup_frac}
     frame = sweep(points, _case_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
     frame.insert(len(points[0]) if points else 0, "policy", frame["case"].map(lambda c: cases[c][0]))
     return frame
@@ -106,43 +114,34 @@ def peak_goodput(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
     return frame.groupby(list(by), sort=False)["goodput_tps"].max()
 
 
-def _rpm(load) -> np.ndarray:
-    return np.asarray(load, dtype=float) * RPM_PER_INSTANCE
-
-
 # ---------------------------------------------------------------------------- fig09 ablation
-def ablation(testbeds: Sequence[str] = ("30b", "235b"), loads: Mapping[str, Sequence[float]] | None = None,
+def ablation(testbeds: Sequence[str] = ("30b", "235b"), rpm_per_instance: Mapping[str, Sequence[float]] | None = None,
              seeds: Sequence[int] = (0, 1), minutes: Mapping[str, float] | None = None,
              n_instances: Mapping[str, int] | None = None, warmup_frac: float = 0.25,
              jobs: int | None = None) -> pd.DataFrame:
-    """Goodput vs load of the four :data:`ABLATION_VARIANTS` on each testbed and workload seed.
+    """Goodput vs offered load of the four :data:`ABLATION_VARIANTS` on each testbed and workload seed.
 
-    ``loads``, ``minutes`` and ``n_instances`` map a testbed to its load grid (fractions of
-    :data:`RPM_PER_INSTANCE`), workload window and cluster size; missing testbeds get the defaults
-    (30B: 0.25-0.45 over 10 min; 235B: 0.3-0.55 over 20 min -- 8 instances are noisier; the paper's
-    instance counts). Columns: ``testbed, seed, variant, load, rpm_per_instance``, ``policy``, then
-    the :meth:`SimResult.summary` metrics.
+    ``rpm_per_instance``, ``minutes`` and ``n_instances`` map a testbed to its offered-load grid
+    (requests/min/instance), workload window and cluster size; missing testbeds get the defaults
+    (30B: 8-16 rpm over 10 min; 235B: 12-24 rpm over 20 min -- 8 instances are noisier; the paper's
+    instance counts). Columns: ``testbed, seed, rpm_per_instance, variant``, ``policy``, then the
+    :meth:`SimResult.summary` metrics.
     """
     if not testbeds or not seeds:
         raise ValueError("ablation needs at least one testbed and one seed")
-    loads, minutes, n_instances = dict(loads or {}), dict(minutes or {}), dict(n_instances or {})
-    workloads, clusters, points = {}, {}, []
+    rpms, minutes, n_instances = dict(rpm_per_instance or {}), dict(minutes or {}), dict(n_instances or {})
+    setups, points = {}, []
     for testbed in testbeds:
-        cluster = paper_cluster(testbed, n_instances=n_instances.get(testbed))
-        clusters[testbed] = cluster
+        setups[testbed] = {"testbed": testbed, "n_instances": n_instances.get(testbed),
+                           "minutes": minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0))}
         for seed in seeds:
-            key = f"{testbed}/seed{seed}"
-            window = minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0))
-            workloads[key] = agent_workload(cluster.n_instances, window, seed=seed, rpm_per_instance=RPM_PER_INSTANCE)
-            for variant in ABLATION_VARIANTS:
-                for load in loads.get(testbed, _DEFAULT_LOADS.get(testbed, _DEFAULT_LOADS["30b"])):
-                    points.append({"testbed": testbed, "seed": seed, "case": variant, "load": float(load),
-                                   "workload": key, "cluster": testbed})
+            for rpm in rpms.get(testbed, _DEFAULT_RPM.get(testbed, _DEFAULT_RPM["30b"])):
+                for variant in ABLATION_VARIANTS:
+                    points.append({"testbed": testbed, "seed": seed, "rpm_per_instance": float(rpm),
+                                   "case": variant, "setup": testbed})
     cases = {name: ("smetric", params) for name, params in ABLATION_VARIANTS.items()}
-    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
-    frame = frame.drop(columns=["workload", "cluster"]).rename(columns={"case": "variant"})
-    frame.insert(frame.columns.get_loc("load") + 1, "rpm_per_instance", _rpm(frame["load"]))
-    return frame
+    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
+    return frame.drop(columns=["setup"]).rename(columns={"case": "variant"})
 
 
 def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +213,7 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
         sub = frame[frame["testbed"] == testbed]
         sns.lineplot(sub, x="rpm_per_instance", y=sub["goodput_tps"] / 1e3, hue="variant",
                      hue_order=list(ABLATION_VARIANTS), palette=palette, marker="o", errorbar=("pi", 100), ax=ax)
-        ax.set(xlabel="offered load (requests/min per instance)", ylabel="goodput (k tokens/s within SLO)",
+        ax.set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
                title=f"{testbed.upper()} testbed (workload seeds: {sub['seed'].nunique()})")
         ax.legend(fontsize=7, title=None)
     bars = gains.assign(step=gains["component"] + "\n" + gains["context"], measured=100 * gains["gain"])
@@ -232,42 +231,41 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
 
 
 # ---------------------------------------------------------------------------- fig10 sensitivity
-def _slo_cluster(cluster: ClusterConfig, scale: float) -> ClusterConfig:
-    base = cluster.slo
-    return replace(cluster, slo=SLO(base.ttft_base * scale, base.ttft_per_1k * scale, base.tpot * scale))
+def _scaled_slo(base: SLO, scale: float) -> SLO:
+    return SLO(base.ttft_base * scale, base.ttft_per_1k * scale, base.tpot * scale)
 
 
 def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9),
                 slacks: Sequence[float] = (0.5, 0.75, 1.0, 1.5, 2.0), slo_scales: Sequence[float] = (0.5, 1.0, 2.0),
-                baselines: Sequence[str] = SENSITIVITY_BASELINES, loads: Sequence[float] = (0.3, 0.35, 0.4, 0.45),
+                baselines: Sequence[str] = SENSITIVITY_BASELINES,
+                rpm_per_instance: Sequence[float] = (10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0),
                 seed: int = 0, minutes: float = 10.0, n_instances: int | None = None, warmup_frac: float = 0.25,
                 jobs: int | None = None) -> pd.DataFrame:
-    """Goodput vs load of SMETRIC over ``hit_ratio`` and ``slack`` (at the paper's SLO, the other at its
+    """Goodput vs offered load of SMETRIC over ``hit_ratio`` and ``slack`` (at the paper's SLO, the other at its
     default) and of SMETRIC (defaults) and the ``baselines`` under each SLO scale (and 1x).
 
     An SLO scale multiplies the TTFT base, TTFT per 1k and TPOT limits; SMETRIC's SLO guard sees the
-    scaled SLO. Columns: ``policy, param_hit_ratio, param_slack`` (NaN for baselines), ``slo_scale,
-    load, rpm_per_instance``, then the summary metrics.
+    scaled SLO. Columns: ``policy, rpm_per_instance, param_hit_ratio, param_slack`` (NaN for baselines),
+    ``slo_scale``, then the summary metrics.
     """
-    if not loads or not slo_scales:
-        raise ValueError("sensitivity needs at least one load and one SLO scale")
+    if not rpm_per_instance or not slo_scales:
+        raise ValueError("sensitivity needs at least one offered load and one SLO scale")
     defaults = get_policy("smetric").params
     d_hit, d_slack = float(defaults["hit_ratio"]), float(defaults["slack"])
     configs = {(d_hit, d_slack, 1.0)}
     configs |= {(float(h), d_slack, 1.0) for h in hit_ratios} | {(d_hit, float(s), 1.0) for s in slacks}
     configs |= {(d_hit, d_slack, float(s)) for s in slo_scales}
-    cluster = paper_cluster(testbed, n_instances=n_instances)
+    slo = paper_cluster(testbed).slo
     scales = sorted({1.0, *map(float, slo_scales)})
-    clusters = {f"slo x{s:g}": _slo_cluster(cluster, s) for s in scales}
-    workloads = {"agent": agent_workload(cluster.n_instances, minutes, seed=seed, rpm_per_instance=RPM_PER_INSTANCE)}
+    setups = {f"slo x{s:g}": {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+                              "cluster_overrides": {"slo": _scaled_slo(slo, s)}} for s in scales}
     cases, points = {}, []
 
     def add(label, policy, params, hit, slack, scale):
         cases[label] = (policy, params)
-        for load in loads:
-            points.append({"case": label, "param_hit_ratio": hit, "param_slack": slack, "slo_scale": scale,
-                           "load": float(load),
-                           "workload": "agent", "cluster": f"slo x{scale:g}"})
+        for rpm in rpm_per_instance:
+            points.append({"case": label, "rpm_per_instance": float(rpm), "seed": seed, "param_hit_ratio": hit,
+                           "param_slack": slack, "slo_scale": scale, "setup": f"slo x{scale:g}"})
 
     for hit, slack, scale in sorted(configs):
         add(f"smetric hit_ratio={hit:g} slack={slack:g} slo x{scale:g}", "smetric",
@@ -275,10 +273,10 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
     for policy in baselines:
         for scale in scales:  # always 1x too: the hyperparameter rows compare against it
             add(f"{policy} slo x{scale:g}", policy, {}, np.nan, np.nan, scale)
-    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
-    frame = frame.drop(columns=["case", "workload", "cluster"])
+    points.sort(key=lambda p: p["rpm_per_instance"])  # one workload per offered load: keep its runs adjacent
+    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
+    frame = frame.drop(columns=["case", "setup", "seed"])
     frame.insert(0, "policy", frame.pop("policy"))
-    frame.insert(frame.columns.get_loc("load") + 1, "rpm_per_instance", _rpm(frame["load"]))
     return frame
 
 

@@ -2,7 +2,8 @@
 
 A phase diagram over three axes the paper holds fixed: the global KV store's per-instance read
 bandwidth (capacity unlimited), the session length (the synthetic generator's median turns per
-session) and the offered load. :func:`phase_diagram` simulates SMETRIC and the baselines in every
+session) and the offered load (requests per minute per instance, set by the session arrival rate).
+:func:`phase_diagram` simulates SMETRIC and the baselines in every
 cell and sets each run against the ideal bound of its workload
 (:func:`smetric.policies.bounds.ideal_bound`: perfect balance *and* every reusable token hit, capped
 by the offered token rate); :func:`phase_cells` gives SMETRIC's gain over the best baseline per
@@ -18,7 +19,7 @@ import pandas as pd
 
 from ..policies.bounds import ideal_bound
 from ..workload.synthetic import AGENT, expected_turns, with_overrides
-from .ablation import RPM_PER_INSTANCE, run_cases
+from .ablation import RPM_LABEL, run_cases
 from .setups import agent_workload, paper_cluster
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "phase_diagram", "phase_cells", "phase_regimes",
@@ -38,50 +39,51 @@ _REGIMES = ("smetric wins", "tie", "smetric loses", "overloaded")
 
 
 def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_medians: Sequence[float] = (1, 2, 4, 8),
-                  loads: Sequence[float] = (0.15, 0.2, 0.25, 0.3), policies: Sequence[str] = PHASE_POLICIES,
+                  rpm_per_instance: Sequence[float] = (4.0, 6.0, 8.0, 10.0),
+                  policies: Sequence[str] = PHASE_POLICIES,
                   testbed: str = "30b", n_instances: int = 16, minutes: float = 8.0, warmup_minutes: float = 120.0,
                   seed: int = 0, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
-    """Every policy in every (bandwidth GB/s, median turns, load) cell; one row per run.
+    """Every policy in every (bandwidth GB/s, median turns, offered load) cell; one row per run.
 
     The global store has unlimited capacity and ``bandwidth`` GB/s per instance; sessions have a
-    log-normal number of turns with the given median (the agent calibration's sigma). Columns:
-    ``bandwidth_gbs, turns_median, mean_turns, load, rpm_per_instance`` (nominal),
-    ``offered_rpm_per_instance`` (the workload's own rate x load), ``policy``, the summary metrics,
-    then ``ideal_tps`` (the bound), ``offered_tps`` (token rate x load), ``ideal_goodput_tps`` (their
+    log-normal number of turns with the given median (the agent calibration's sigma), arriving so that
+    the cluster is offered ``rpm_per_instance`` requests per minute per instance. Columns:
+    ``bandwidth_gbs, turns_median, mean_turns, rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
+    (the generated workload's own rate in the window), ``policy``, the summary metrics, then
+    ``ideal_tps`` (the bound), ``offered_tps`` (the workload's token rate), ``ideal_goodput_tps`` (their
     minimum) and ``frac_ideal`` = goodput / ideal goodput.
     """
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError(f"policies must include smetric and at least one baseline, got {list(policies)}")
-    if not bandwidths or not turns_medians or not loads:
-        raise ValueError("phase_diagram needs at least one bandwidth, one turns median and one load")
-    workloads, clusters, bounds, rates, points = {}, {}, {}, {}, []
-    for bw in bandwidths:
-        clusters[f"{bw:g} GB/s"] = paper_cluster(testbed, n_instances=n_instances, global_store=f"inf:{bw}")
-    coef = next(iter(clusters.values())).hardware_spec().coef_array
+    if not bandwidths or not turns_medians or not rpm_per_instance:
+        raise ValueError("phase_diagram needs at least one bandwidth, one turns median and one offered load")
+    setups, bounds, rates, points = {}, {}, {}, []
+    coef = paper_cluster(testbed, n_instances=n_instances).hardware_spec().coef_array
     for turns in turns_medians:
-        key = f"turns {turns:g}"
-        w = agent_workload(n_instances, minutes, seed=seed, rpm_per_instance=RPM_PER_INSTANCE,
-                           warmup_minutes=warmup_minutes, turns_median=float(turns))
-        workloads[key], bounds[key] = w, ideal_bound(w, coef, n_instances)
-        rates[key] = len(w) / (w.duration / 60.0) / n_instances
-        for bw in bandwidths:
-            for load in loads:
+        overrides = {"warmup_minutes": float(warmup_minutes), "turns_median": float(turns)}
+        for rpm in rpm_per_instance:
+            key = (float(turns), float(rpm))
+            w = agent_workload(n_instances, minutes, seed, rpm_per_instance=float(rpm), **overrides)
+            bounds[key] = ideal_bound(w, coef, n_instances)
+            rates[key] = len(w) / (w.duration / 60.0) / n_instances
+            for bw in bandwidths:
+                setup = f"{bw:g} GB/s, turns {turns:g}"
+                setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+                                 "global_store": f"inf:{bw}", "workload_overrides": overrides}
                 for policy in policies:
-                    points.append({"bandwidth_gbs": float(bw), "turns_median": float(turns), "load": float(load),
-                                   "case": policy, "workload": key, "cluster": f"{bw:g} GB/s"})
+                    points.append({"bandwidth_gbs": float(bw), "turns_median": float(turns),
+                                   "rpm_per_instance": float(rpm), "seed": seed, "case": policy, "setup": setup})
     cases = {p: (p, {}) for p in policies}
-    frame = run_cases(points, cases, workloads, clusters, warmup_frac=warmup_frac, jobs=jobs)
-    key = frame["workload"]
+    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
+    key = pd.Series(list(zip(frame["turns_median"], frame["rpm_per_instance"])), index=frame.index)
     mean_turns = {m: expected_turns(with_overrides(AGENT, turns_median=m)) for m in frame["turns_median"].unique()}
     frame.insert(2, "mean_turns", frame["turns_median"].map(mean_turns))
-    at = frame.columns.get_loc("load") + 1
-    frame.insert(at, "rpm_per_instance", frame["load"] * RPM_PER_INSTANCE)
-    frame.insert(at + 1, "offered_rpm_per_instance", key.map(rates) * frame["load"])
+    frame.insert(frame.columns.get_loc("rpm_per_instance") + 1, "offered_rpm_per_instance", key.map(rates.get))
     frame["ideal_tps"] = key.map(lambda k: bounds[k].tps)
-    frame["offered_tps"] = key.map(lambda k: bounds[k].offered_tps) * frame["load"]
+    frame["offered_tps"] = key.map(lambda k: bounds[k].offered_tps)
     frame["ideal_goodput_tps"] = np.minimum(frame["ideal_tps"], frame["offered_tps"])
     frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
-    return frame.drop(columns=["case", "workload", "cluster"])
+    return frame.drop(columns=["case", "setup", "seed"])
 
 
 def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: float = SLO_FLOOR) -> pd.DataFrame:
@@ -92,7 +94,7 @@ def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: floa
     policy meets the SLO for ``slo_floor`` of its requests); ``best_slo_attainment`` is the highest
     SLO attainment of any policy in the cell.
     """
-    cell = ["bandwidth_gbs", "turns_median", "mean_turns", "load", "rpm_per_instance"]
+    cell = ["bandwidth_gbs", "turns_median", "mean_turns", "rpm_per_instance"]
     ours = frame[frame["policy"] == "smetric"].set_index(cell)
     others = frame[frame["policy"] != "smetric"]
     best = others.loc[others.groupby(cell, sort=False)["goodput_tps"].idxmax()].set_index(cell)
@@ -117,7 +119,7 @@ def phase_regimes(cells: pd.DataFrame) -> pd.DataFrame:
     cells), ``smetric_frac_ideal`` and ``best_frac_ideal`` (means over all cells).
     """
     rows = []
-    for axis in ("bandwidth_gbs", "turns_median", "load", "all"):
+    for axis in ("bandwidth_gbs", "turns_median", "rpm_per_instance", "all"):
         groups = [("all", cells)] if axis == "all" else cells.groupby(axis, sort=True)
         for value, sub in groups:
             counts = sub["regime"].value_counts()
@@ -132,7 +134,7 @@ def phase_findings(cells: pd.DataFrame) -> str:
     """The regimes of a :func:`phase_cells` frame in a few sentences (counts, extremes, axis margins)."""
 
     def where(row):
-        return f"{row.bandwidth_gbs:g} GB/s, median {row.turns_median:g} turns, load {row.load:g}"
+        return f"{row.bandwidth_gbs:g} GB/s, median {row.turns_median:g} turns, {row.rpm_per_instance:g} rpm/instance"
 
     counts = cells["regime"].value_counts()
     lines = [f"{len(cells)} cells: " + ", ".join(f"{counts.get(r, 0)} {r}" for r in _REGIMES) + "."]
@@ -142,7 +144,8 @@ def phase_findings(cells: pd.DataFrame) -> str:
         lines.append(f"Largest gain {top.gain:+.1%} ({where(top)}, vs {top.best_baseline}); "
                      f"largest loss {low.gain:+.1%} ({where(low)}, vs {low.best_baseline}).")
     regimes = phase_regimes(cells)
-    for axis, label in (("bandwidth_gbs", "bandwidth (GB/s)"), ("turns_median", "median turns"), ("load", "load")):
+    for axis, label in (("bandwidth_gbs", "bandwidth (GB/s)"), ("turns_median", "median turns"),
+                        ("rpm_per_instance", "offered load (rpm/instance)")):
         sub = regimes[regimes["axis"] == axis]
         lines.append(f"Mean gain by {label}: " + ", ".join(f"{r.value:g}: {r.mean_gain:+.1%}" for r in sub.itertuples())
                      + ".")
@@ -153,7 +156,7 @@ def phase_findings(cells: pd.DataFrame) -> str:
 
 
 def plot_phase(cells: pd.DataFrame):
-    """Two rows of heatmaps, one column per load: SMETRIC's gain over the best baseline (%; grey =
+    """Two rows of heatmaps, one column per offered load: SMETRIC's gain over the best baseline (%; grey =
     overloaded) and SMETRIC's / the best baseline's fraction of the ideal goodput."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -161,12 +164,11 @@ def plot_phase(cells: pd.DataFrame):
     from ..plotting import set_style
 
     set_style()
-    loads = sorted(cells["load"].unique())
-    fig, axes = plt.subplots(2, len(loads), figsize=(4.3 * len(loads), 7.4), squeeze=False)
+    rpms = sorted(cells["rpm_per_instance"].unique())
+    fig, axes = plt.subplots(2, len(rpms), figsize=(4.3 * len(rpms), 7.4), squeeze=False)
     lim = max(5.0, float(np.nanmax(np.abs(cells["gain"]))) * 100 if cells["gain"].notna().any() else 5.0)
-    for col, load in enumerate(loads):
-        sub = cells[cells["load"] == load]
-        rpm = sub["rpm_per_instance"].iloc[0]
+    for col, rpm in enumerate(rpms):
+        sub = cells[cells["rpm_per_instance"] == rpm]
 
         def grid(values):
             table = sub.assign(v=values).pivot(index="turns_median", columns="bandwidth_gbs", values="v")
@@ -179,7 +181,7 @@ def plot_phase(cells: pd.DataFrame):
         ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
         sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
                     cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
-        ax.set(title=f"load {load:g} ({rpm:.1f} rpm/instance)", xlabel="global-store bandwidth (GB/s per instance)",
+        ax.set(title=f"{RPM_LABEL}: {rpm:g}", xlabel="global-store bandwidth (GB/s per instance)",
                ylabel="median turns per session (mean)")
         ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in gain.index], rotation=0)
         frac = grid(sub["smetric_frac_ideal"])
