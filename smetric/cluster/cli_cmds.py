@@ -8,16 +8,17 @@ import math
 import sys
 
 from .config import REPLAYS
+from .queueing import DISCIPLINES
 
-_INT_KEYS = ("n_requests", "n_completed", "n_unfinished")
+_INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_sessions", "n_sessions_completed")
 
 
-def _parse_params(pairs: list[str]) -> dict:
+def _parse_params(pairs: list[str], flag: str = "--param") -> dict:
     params = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--param needs KEY=VALUE, got {pair!r}")
+            raise ValueError(f"{flag} needs KEY=VALUE, got {pair!r}")
         params[key.strip()] = value.strip()
     return params
 
@@ -50,6 +51,10 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batched-tokens", type=int, default=4096)
     parser.add_argument("--block-size", type=int, default=256, help="engine KV block size (tokens)")
     parser.add_argument("--replay", choices=REPLAYS, default="open")
+    parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
+                        help="order in which an instance admits its waiting requests (default fcfs)")
+    parser.add_argument("--queue-param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs")
@@ -62,6 +67,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from ..workload.errors import TraceFormatError
     from ..workload.loaders import load_trace
     from .config import ClusterConfig, GlobalStore
+    from .queueing import QueueDiscipline
     from .simulate import simulate
 
     try:
@@ -78,7 +84,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             n_prefill=args.prefill_instances, n_decode=args.decode_instances, max_num_seqs=args.max_num_seqs,
             max_batched_tokens=args.max_batched_tokens, block_size=args.block_size, dram_gb=args.dram_gb,
             global_store=GlobalStore.parse(args.global_store, tp=args.tp),
-            kv_load_overlap=not args.no_load_overlap, replay=args.replay)
+            kv_load_overlap=not args.no_load_overlap, replay=args.replay,
+            queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")))
         result = simulate(workload, cluster, args.policy, _parse_params(args.param), load=args.load, seed=args.seed,
                           progress=args.progress)
     except ValueError as exc:
@@ -90,9 +97,10 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
         print(json.dumps({"trace": workload.name, "policy": args.policy, "load": args.load,
-                          "cluster": cluster.describe(), **out}, indent=1))
+                          "queue": cluster.queue.name, "cluster": cluster.describe(), **out}, indent=1))
     else:
-        print(f"# {workload.name} on {cluster.describe()}, policy {args.policy}, load {args.load:g}")
+        print(f"# {workload.name} on {cluster.describe()}, policy {args.policy}, queue {cluster.queue.name}, "
+              f"load {args.load:g}")
         for key, value in summary.items():
             shown = f"{value:d}" if key in _INT_KEYS else f"{value:.6g}"
             print(f"{key:>18}  {shown}")

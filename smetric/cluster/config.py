@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware import kernel
+from .queueing import QueueDiscipline
 
 __all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB"]
 
@@ -206,6 +207,9 @@ class ClusterConfig:
             arrives no earlier than its previous turn's finish plus the recorded gap).
         hardware: an explicit :class:`HardwareSpec` (tests, custom hardware); None = from the
             performance model of ``model`` on ``tp`` x ``gpu``.
+        queue: the order in which an instance admits its waiting requests: a
+            :class:`~smetric.cluster.queueing.QueueDiscipline` or a discipline name
+            (``fcfs``, ``smetric-score``, ``mlfq``) with default parameters.
     """
 
     model: str
@@ -227,6 +231,7 @@ class ClusterConfig:
     slo: SLO = field(default_factory=SLO)
     replay: str = "open"
     hardware: HardwareSpec | None = None
+    queue: QueueDiscipline = field(default_factory=QueueDiscipline)
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -261,6 +266,10 @@ class ClusterConfig:
         _require(self.replay in REPLAYS, f"replay must be one of {REPLAYS}, got {self.replay!r}")
         _require(self.hardware is None or isinstance(self.hardware, HardwareSpec),
                  f"hardware must be a HardwareSpec or None, got {self.hardware!r}")
+        if isinstance(self.queue, str):
+            object.__setattr__(self, "queue", QueueDiscipline(self.queue))
+        _require(isinstance(self.queue, QueueDiscipline),
+                 f"queue must be a QueueDiscipline or a discipline name, got {self.queue!r}")
 
     # ------------------------------------------------------------------ derived
     @property

@@ -38,9 +38,13 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    prompt left to compute they take chunks; otherwise (a disaggregated decode) they join the decode set.
 2. ``budget = max_batched_tokens - n_decode``: every decoding sequence contributes one token.
 3. Runnable prefills, in admission order, take chunks ``min(remaining, budget)`` while budget > 0.
-4. Admission (the queue discipline's next candidate; FCFS = routing order), while budget > 0, the
-   running count < ``max_num_seqs`` and the candidate's KV fits (head-of-line blocking: the first
-   that does not fit stops admission). Admitting looks up ``k1, k2, k3``, pins the ``k1`` HBM blocks,
+4. Admission, while budget > 0 and the running count < ``max_num_seqs``, of the queue discipline's
+   candidates (:mod:`smetric.cluster.queueing`). ``fcfs``: routing order with head-of-line blocking
+   (the first candidate whose KV does not fit stops admission). ``smetric-score`` / ``mlfq``: the
+   waiting requests ranked once at the start of the admission step (at ``t``, with the instance's
+   free blocks ``C - pinned - reserved`` at that moment), tried by decreasing rank (ties: routing
+   order); one that does not fit is skipped and admission goes on with the next.
+   Admitting looks up ``k1, k2, k3``, pins the ``k1`` HBM blocks,
    touches its DRAM-hit blocks (tail first), evicts unpinned HBM blocks LRU-first (spilling them to
    DRAM) until ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need``
    blocks. It fits iff ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output
@@ -97,7 +101,9 @@ rounding (~1e-13 relative); they could order events differently only if an arriv
 that rounding of an iteration end. Finishes come from a per-instance min-heap keyed by
 (finishing iteration, row).
 A candidate that did not fit is not re-examined until the instance's KV state changes (the fit
-test depends on nothing else).
+test depends on nothing else). For the ranked disciplines this also keeps fast-forwarding exact:
+a decode-only run forms only when every waiting request failed to fit (or no budget/slot is left),
+which no change of rank during the run can undo.
 """
 
 from __future__ import annotations
@@ -116,6 +122,7 @@ from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
+from .queueing import FCFS, Q_KIND, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
 __all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
@@ -129,8 +136,8 @@ COLOCATED, PREFILL_ROLE, DECODE_ROLE = 0, 1, 2
 
 # ---- per-request int columns (st.ri)
 RI_STATE, RI_INST, RI_DINST, RI_REM, RI_INKV, RI_K1, RI_PRIV, RI_NXT, RI_PRV, RI_JOIN = range(10)
-RI_CTOK, RI_REASON, RI_PREFILL, RI_HHBM, RI_HDRAM, RI_HGLOB = range(10, 16)
-N_RI = 16
+RI_CTOK, RI_REASON, RI_PREFILL, RI_HHBM, RI_HDRAM, RI_HGLOB, RI_QTRIED, RI_QFAILED = range(10, 18)
+N_RI = 18
 # ---- per-request float columns (st.rf)
 RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH, RF_READY, RF_CCOST, RF_CATTN = range(7)
 N_RF = 7
@@ -148,8 +155,8 @@ N_FI = 16
 HS_BLOCK, HS_REF, HS_PREV, HS_NEXT = range(4)
 DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
-G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK = range(6)
-N_GI = 6
+G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP = range(7)
+N_GI = 7
 GF_NOW, GF_WRITE = range(2)
 N_GF = 2
 
@@ -160,7 +167,7 @@ N_GF = 2
 # (callees inherit the caller's runtime flag, and policies may allocate).
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
-    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
+    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand", "queue", "decode_est",
     "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
     "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
     "sample_t0", "sample_dt", "n_samples", "hshift", "hmask", "dshift", "dmask"])
@@ -686,14 +693,31 @@ def _admit(d, st, i, r, t):
 
 
 @njit(cache=True, _nrt=False)
-def _next_candidate(d, st, i):
-    """The queue discipline: which waiting request to try to admit next (FCFS: the oldest routed).
+def _next_candidate(d, st, i, t, free, step):
+    """The queue discipline's next waiting request to try in admission step ``step`` (-1: none).
 
-    A discipline whose choice can change while nothing happens on the instance (e.g. a score with
-    a waiting-time term) must also stop ``_form_batch`` from fast-forwarding decode-only runs while
-    requests wait, and the reference engine's ``_next_candidate`` must make the same choice.
+    FCFS: the oldest routed, unless it did not fit and the KV state has not changed since. Ranked
+    disciplines: the best-ranked request not yet tried in this step and not known not to fit.
     """
-    return st.ii[i, II_WHEAD]
+    version = st.ii[i, II_KV_VERSION]
+    if d.queue[Q_KIND] == FCFS:
+        r = st.ii[i, II_WHEAD]
+        if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == version:
+            return -1
+        return r
+    best = -1
+    best_level = -1
+    best_key = 0.0
+    r = st.ii[i, II_WHEAD]
+    while r >= 0:
+        if st.ri[r, RI_QTRIED] != step and st.ri[r, RI_QFAILED] != version:
+            need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.B))
+            level, key = rank_nb(d.queue, st.rf[r, RF_CCOST] + d.decode_est[r], d.priority[r], d.turn[r],
+                                 st.rf[r, RF_ARR], t, need, free)
+            if level > best_level or (level == best_level and key > best_key):
+                best, best_level, best_key = r, level, key
+        r = st.ri[r, RI_NXT]
+    return best
 
 
 # ====================================================================== batch formation
@@ -742,15 +766,23 @@ def _form_batch(d, st, i, t):
             budget = _add_chunk(st, i, r, budget)
         r = st.ri[r, RI_NXT]
     wait = 0.0
+    fcfs = d.queue[Q_KIND] == FCFS
+    free = float(max(d.C - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
+    st.gi[G_QSTEP] += 1
+    step = st.gi[G_QSTEP]
     while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.mns:
-        r = _next_candidate(d, st, i)
-        if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == st.ii[i, II_KV_VERSION]:
-            break  # it did not fit and the KV state has not changed since
+        r = _next_candidate(d, st, i, t, free, step)
+        if r < 0:
+            break  # FCFS: the head did not fit and the KV state has not changed; ranked: none left
         ok, ready = _admit(d, st, i, r, t)
         if not ok:
-            st.ii[i, II_BLOCKED_BY] = r
-            st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
-            break
+            if fcfs:
+                st.ii[i, II_BLOCKED_BY] = r
+                st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
+                break
+            st.ri[r, RI_QTRIED] = step
+            st.ri[r, RI_QFAILED] = st.ii[i, II_KV_VERSION]
+            continue
         _list_remove(st, i, II_WHEAD, II_WTAIL, r)
         st.ii[i, II_NWAIT] -= 1
         st.ii[i, II_NRUN] += 1
@@ -896,6 +928,7 @@ def _hand_over(d, st, src, n_hand, t):
         _sample_until(d, st, best, t)
         st.ri[r, RI_STATE] = WAITING
         st.ri[r, RI_DINST] = best
+        st.ri[r, RI_QFAILED] = -1  # KV versions are per instance
         _list_append(st, best, II_WHEAD, II_WTAIL, r)
         st.ii[best, II_NWAIT] += 1
         st.ii[best, II_INFLIGHT] += 1
@@ -1036,7 +1069,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
         block_ids=inp.block_ids, child_offsets=inp.child_offsets, children=inp.children, coef=inp.coef,
-        params=inp.params, rand=inp.rand, n=int(inp.n), n_inst=int(inp.n_instances),
+        params=inp.params, rand=inp.rand, queue=inp.queue, decode_est=inp.decode_est, n=int(inp.n),
+        n_inst=int(inp.n_instances),
         n_routable=int(inp.n_routable), disagg=bool(inp.disaggregated), closed=bool(inp.closed),
         overlap=bool(inp.overlap), mns=int(inp.max_num_seqs), mbt=int(inp.max_batched_tokens),
         B=int(inp.block_size), C=int(inp.hbm_blocks), D=int(d_cap), GCAP=int(gcap),
@@ -1050,7 +1084,7 @@ def _make_data(inp: EngineInput) -> EngineData:
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     n, m = inp.n, inp.n_instances
     ri = np.zeros((n, N_RI), dtype=np.int64)
-    ri[:, [RI_INST, RI_DINST, RI_NXT, RI_PRV, RI_REASON]] = -1
+    ri[:, [RI_INST, RI_DINST, RI_NXT, RI_PRV, RI_REASON, RI_QTRIED, RI_QFAILED]] = -1
     rf = np.zeros((n, N_RF))
     rf[:, [RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH]] = np.nan
     ii = np.zeros((m, N_II), dtype=np.int64)
@@ -1168,4 +1202,5 @@ def compile_engine() -> None:
 # cached functions; numba only watches this file, so flush the cache when any of them changed.
 _HERE = Path(__file__).resolve()
 refresh_module(sys.modules[__name__], policy_sources() + [_HERE.parents[1] / "hardware" / "kernel.py",
-                                                          _HERE.with_name("kvcache.py"), _HERE])
+                                                          _HERE.with_name("kvcache.py"),
+                                                          _HERE.with_name("queueing.py"), _HERE])

@@ -17,6 +17,7 @@ from ..policies import base as pbase
 from ..policies import registry
 from ..workload.core import Workload, n_blocks_for
 from .config import GB, ClusterConfig, HardwareSpec
+from .queueing import decode_estimates
 
 __all__ = ["EngineInput", "prepare", "UNLIMITED"]
 
@@ -66,6 +67,9 @@ class EngineInput:
     params: np.ndarray
     state: np.ndarray
     rand: np.ndarray           # float64 [n, N_RAND]
+    # queue discipline
+    queue: np.ndarray          # float64 vector of smetric.cluster.queueing (layout Q_*)
+    decode_est: np.ndarray     # float64 [n], expected decode GPU seconds of each request
     # time series
     sample_dt: float
     n_samples: int
@@ -130,13 +134,14 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         prefill_rate=hw.prefill_rate, ttft_base=cluster.slo.ttft_base, ttft_per_1k=cluster.slo.ttft_per_1k)
     pvec, pstate = spec.build(ctx, params)
     rand = np.random.default_rng(seed).random((len(wl), pbase.N_RAND))
+    n_out = np.maximum(wl.output_len, 1).astype(np.int64)
 
     span = float(wl.arrival[-1] - wl.arrival[0])
     sample_dt = max(1e-3, 1.25 * span / n_samples)
 
     return EngineInput(
         arrival=np.array(wl.arrival), input_len=np.array(wl.input_len),
-        n_out=np.maximum(wl.output_len, 1).astype(np.int64), gap=np.array(wl.gap),
+        n_out=n_out, gap=np.array(wl.gap),
         parent=np.array(wl.parent), turn=np.array(wl.turn), session=session.astype(np.int64),
         history=wl.history_tokens(), priority=np.array(wl.priority),
         block_offsets=np.array(wl.block_offsets), block_ids=dense.astype(np.int64).ravel(),
@@ -151,7 +156,8 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         global_bw=(store.bandwidth_gbs * GB) if store is not None else 1.0,
         global_latency=store.latency_s if store is not None else 0.0,
         pd_bw=cluster.pd_bandwidth_gbs * GB, coef=hw.coef_array, l_eq=float(hw.l_eq),
-        pid=spec.pid, params=pvec, state=pstate, rand=rand,
+        pid=spec.pid, params=pvec, state=pstate, rand=rand, queue=cluster.queue.vector(),
+        decode_est=decode_estimates(hw.coef_array, wl.input_len, n_out),
         sample_dt=sample_dt, n_samples=int(n_samples),
     )
 

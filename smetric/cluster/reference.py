@@ -19,6 +19,7 @@ from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time
 from ..policies import base as pb
 from ..policies.dispatch import route
 from .inputs import EngineInput
+from .queueing import FCFS, Q_KIND, queue_order
 from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
 
 __all__ = ["run_reference"]
@@ -88,6 +89,7 @@ class _Inst:
 class _Reference:
     def __init__(self, inp: EngineInput):
         self.inp = inp
+        self.fcfs = int(inp.queue[Q_KIND]) == FCFS
         self.B = inp.block_size
         self.C = inp.hbm_blocks
         self.kvb = inp.kv_bytes_per_token
@@ -239,9 +241,19 @@ class _Reference:
         return ready
 
     # ------------------------------------------------------------------ iterations
-    def _next_candidate(self, inst: _Inst) -> int:
-        """The queue discipline: the waiting request to try to admit next (FCFS: the oldest routed)."""
-        return inst.waiting[0]
+    def _candidates(self, inst: _Inst, t: float) -> list[int]:
+        """The waiting requests in the order the queue discipline tries them (FCFS: routing order)."""
+        if self.fcfs:
+            return list(inst.waiting)
+        inp = self.inp
+        reqs = [self.req[r] for r in inst.waiting]
+        free = float(max(self.C - inst.pinned - inst.private, 1))
+        order = queue_order(
+            inp.queue, est=[q.contrib[1] + inp.decode_est[q.row] for q in reqs],
+            priority=[inp.priority[q.row] for q in reqs], turn=[inp.turn[q.row] for q in reqs],
+            arrival=[self.out["arrival"][q.row] for q in reqs], now=t,
+            need=[float(_n_blocks(q.contrib[0] + q.n_out, self.B)) for q in reqs], free=free)
+        return [inst.waiting[k] for k in order]
 
     def _form_batch(self, inst: _Inst, t: float) -> None:
         inp = self.inp
@@ -261,12 +273,15 @@ class _Reference:
                 batch.append((r, c))
                 budget -= c
         wait = 0.0
-        while budget > 0 and inst.waiting and len(inst.running) < inp.max_num_seqs:
-            r = self._next_candidate(inst)
+        for r in self._candidates(inst, t):
+            if budget <= 0 or len(inst.running) >= inp.max_num_seqs:
+                break
             q = self.req[r]
             ready = self._admit(inst, q, t)
             if ready is None:
-                break
+                if self.fcfs:
+                    break  # head-of-line blocking
+                continue
             inst.waiting.remove(r)
             inst.running.append(r)
             if ready > t and inp.overlap:

@@ -15,6 +15,16 @@ Definitions used by :meth:`SimResult.summary`:
   tokens computed when colocated, prefill tokens on the prefill instances when disaggregated);
   ``imbalance_cv`` its coefficient of variation.
 * unfinished requests (rejected as too large for HBM, or stalled) count as SLO misses.
+* **session completion time** -- a session's first arrival to its last turn's finish, over the
+  sessions whose every turn completed (``session_time_*``); **latency** -- a turn's finish minus its
+  arrival (``latency_*``, end to end, like ``ttft_*`` over completed turns).
+* **queue wait** -- admission minus arrival on the instance's waiting queue (``queue_wait_*`` over
+  admitted turns; the max is the starvation figure); **starved sessions** -- the share of sessions
+  (with an admitted turn) whose longest-waiting turn waited more than the queue discipline's ``l_max``.
+* **busy** -- an instance is busy at a time-series sample when it holds admitted requests (running
+  or loading their KV); ``busy_mean`` is the mean over samples and instances, ``busy_cv`` the
+  coefficient of variation over time of the cluster's busy fraction (sawtooth utilisation shows
+  as a high value).
 """
 
 from __future__ import annotations
@@ -49,6 +59,28 @@ def _rate(amount: float, window: float) -> float:
     return float(amount) / window if window > 0 else float("nan")
 
 
+def _session_metrics(rq: pd.DataFrame, l_max: float) -> dict:
+    """Session completion time and starvation figures of the requests ``rq`` (see the module docstring)."""
+    done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
+    by_session = rq.assign(done=done, wait=rq["admit"] - rq["arrival"]).groupby("session")
+    sessions = by_session.agg(first=("arrival", "min"), last=("finish", "max"), all_done=("done", "all"),
+                              worst_wait=("wait", "max"))
+    complete = sessions.loc[sessions["all_done"]]
+    span = (complete["last"] - complete["first"]).to_numpy()
+    wait = (rq["admit"] - rq["arrival"]).dropna().to_numpy()
+    worst = sessions["worst_wait"].dropna()
+    return {
+        "n_sessions": int(len(sessions)),
+        "n_sessions_completed": int(len(complete)),
+        "session_time_mean": float(span.mean()) if len(span) else float("nan"),
+        "session_time_p50": _pct(span, 50),
+        "session_time_p99": _pct(span, 99),
+        "queue_wait_max": float(wait.max()) if len(wait) else float("nan"),
+        "queue_wait_p99": _pct(wait, 99),
+        "sessions_starved_frac": float((worst > l_max).mean()) if len(worst) else float("nan"),
+    }
+
+
 @dataclass(eq=False)
 class SimResult:
     """The outcome of :func:`smetric.simulate`.
@@ -56,7 +88,7 @@ class SimResult:
     Attributes:
         requests: one row per request (times in s, tokens).
         instances: one row per instance.
-        timeseries: tidy (time, instance, waiting, running, kv_used, kv_used_frac) samples.
+        timeseries: tidy (time, instance, waiting, running, kv_used, kv_used_frac, busy) samples.
         cluster, policy, params, load, seed: what was simulated.
         block_size: the engine KV block size actually used (tokens).
         engine: ``numba`` or ``reference``; wall_time: seconds the engine ran (after compilation).
@@ -108,6 +140,8 @@ class SimResult:
             return _rate(x, window)
 
         multi = done & (rq["output_len"] > 1)
+        latency = (rq.loc[done, "finish"] - rq.loc[done, "arrival"]).to_numpy()
+        busy = self.timeseries.groupby("time")["busy"].mean()
         return {
             "n_requests": int(len(rq)),
             "n_completed": int(done.sum()),
@@ -132,6 +166,13 @@ class SimResult:
             "tpot_mean": float(rq.loc[multi, "tpot"].mean()),
             "tpot_p50": _pct(rq.loc[multi, "tpot"].to_numpy(), 50),
             "tpot_p99": _pct(rq.loc[multi, "tpot"].to_numpy(), 99),
+            "ttft_p90": _pct(rq.loc[done, "ttft"].to_numpy(), 90),
+            "latency_p50": _pct(latency, 50),
+            "latency_p90": _pct(latency, 90),
+            "latency_p99": _pct(latency, 99),
+            **_session_metrics(rq, self.cluster.queue.l_max),
+            "busy_mean": float(busy.mean()),
+            "busy_cv": float(busy.std(ddof=0) / busy.mean()) if busy.mean() > 0 else float("nan"),
             "wall_time_s": float(self.wall_time),
         }
 
@@ -204,7 +245,7 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
         "time": np.tile(inp.arrival[0] + np.arange(n_samples) * raw.sample_dt, n_inst),
         "instance": np.repeat(np.arange(n_inst), n_samples),
         "waiting": ts[:, TS_WAITING], "running": ts[:, TS_RUNNING], "kv_used": ts[:, TS_KV_USED],
-        "kv_used_frac": ts[:, TS_KV_USED] / inp.hbm_blocks,
+        "kv_used_frac": ts[:, TS_KV_USED] / inp.hbm_blocks, "busy": ts[:, TS_RUNNING] > 0,
     })
     return SimResult(requests=requests, instances=instances, timeseries=timeseries, cluster=cluster,
                      policy=policy, params=dict(params or {}), load=load, seed=seed,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..workload.core import Workload
 from .config import ClusterConfig
 from .inputs import prepare
+from .queueing import QueueDiscipline
 from .result import SimResult, build_result
 
 __all__ = ["simulate", "ENGINES"]
@@ -16,7 +18,7 @@ ENGINES = ("numba", "reference")
 
 def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-robin", params: dict | None = None,
              *, load: float = 1.0, seed: int = 0, engine: str = "numba", progress: bool | None = None,
-             n_samples: int = 200) -> SimResult:
+             n_samples: int = 200, queue: QueueDiscipline | str | None = None) -> SimResult:
     """Replay ``workload`` on ``cluster`` with routing ``policy`` and return a :class:`SimResult`.
 
     Args:
@@ -28,6 +30,8 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
         engine: ``numba`` (default) or ``reference`` (the slow pure-Python oracle).
         progress: show a progress bar (default: only for runs of >= 100,000 requests).
         n_samples: points of the per-instance time series.
+        queue: the instances' queue discipline (a :class:`QueueDiscipline` or a name); None keeps
+            ``cluster.queue`` (default FCFS).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -35,6 +39,8 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
         raise TypeError(f"cluster must be a ClusterConfig, got {type(cluster).__name__}")
     if not (isinstance(n_samples, int) and n_samples > 0):
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    if queue is not None:
+        cluster = dataclasses.replace(cluster, queue=queue)
     inp = prepare(workload, cluster, policy, params, load=load, seed=seed, n_samples=n_samples)
     if progress is None:
         progress = inp.n >= 100_000
