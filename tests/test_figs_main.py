@@ -31,12 +31,12 @@ def test_paper_multipliers_are_dense_at_the_knee_and_capped():
         mr.paper_multipliers(1)
 
 
-def test_load_of_is_linear_with_the_anchor_at_8x():
-    assert mr.load_of(mr.ANCHOR_MULTIPLIER, "30b") == pytest.approx(mr.ANCHOR_LOAD["30b"])
-    assert mr.load_of(4, "235b") == pytest.approx(mr.load_of(8, "235b") / 2)
-    assert mr.load_of(8, "30b", {"30b": 0.1}) == pytest.approx(0.1)
+def test_rpm_of_is_linear_with_the_anchor_at_8x():
+    assert mr.rpm_of(mr.ANCHOR_MULTIPLIER, "30b") == pytest.approx(mr.ANCHOR_RPM["30b"])
+    assert mr.rpm_of(4, "235b") == pytest.approx(mr.rpm_of(8, "235b") / 2)
+    assert mr.rpm_of(8, "30b", {"30b": 5.0}) == pytest.approx(5.0)
     with pytest.raises(ValueError, match="anchor"):
-        mr.load_of(8, "7b")
+        mr.rpm_of(8, "7b")
 
 
 def test_select_testbeds_by_model_name_or_key():
@@ -50,13 +50,13 @@ def test_select_testbeds_by_model_name_or_key():
 def test_tps_vs_load_rows_columns_and_metric_bounds(tiny_tps):
     df = tiny_tps
     assert len(df) == 2 * 2 * 3
-    assert {"testbed", "policy", "multiplier", "load", "rpm_per_instance", "seed", "goodput_tps",
+    assert {"testbed", "policy", "multiplier", "rpm_per_instance", "seed", "goodput_tps",
             "throughput_tps", "prefill_tps", "hit_ratio_hbm"} <= set(df.columns)
-    assert np.allclose(df["rpm_per_instance"], df["load"] * mr.RPM_PER_INSTANCE)
+    assert np.allclose(df["rpm_per_instance"], [mr.rpm_of(m, t) for m, t in zip(df["multiplier"], df["testbed"])])
     assert (df["goodput_tps"] <= df["throughput_tps"] + 1e-9).all()
     assert df["slo_attainment"].between(0, 1).all()
     for _, sub in df.groupby(["testbed", "policy"]):
-        assert sub["load"].is_monotonic_increasing  # the grid order is multiplier-major
+        assert sub["rpm_per_instance"].is_monotonic_increasing  # the grid order is multiplier-major
 
 
 def test_sweep_rejects_unknown_names():

@@ -7,9 +7,11 @@ from write import write_notebooks  # the generators' shared writer, next to this
 LOAD_AXIS = (
     "**Load axis.** The paper's loads are multipliers (6x, 8x, 9x, past saturation) of its internal traces; "
     "its 8x is ~360 requests per minute per instance, far past what one instance serves in our performance "
-    "model (~16). We plot absolute offered load (requests per minute per instance, bottom axis) and map the "
-    "paper's multipliers onto it (top axis) with one anchor per testbed: load = x / 8 x the load at which the "
-    "best baseline peaks in our model (`main_results.ANCHOR_LOAD`). 8x is the anchor because the paper's own "
+    "model (~12-20). We plot absolute offered load (requests per minute per instance, bottom axis; set by the "
+    "session arrival rate of the generated workload, so tool/think gaps stay as calibrated) and map the "
+    "paper's multipliers onto it (top axis) with one anchor per testbed: load = x / 8 x the offered load at "
+    "which the best baseline peaks in our model (`main_results.ANCHOR_RPM`: 12 on 30B, 22.5 on 235B). 8x is "
+    "the anchor because the paper's own "
     "numbers put the best baseline's peak there: SMETRIC gains +13 % at 9x but only +9 % at the peak, so the "
     "best baseline already declines at 9x. Past saturation is read at 10x. `load_max` is the highest "
     "multiplier swept (`smetric reproduce --only fig06 -p load_max=16` sweeps to 2x the anchor).")

@@ -2,20 +2,21 @@
 
 Load axis. The paper reports trace-rate multipliers ("6x, 8x, 9x, past saturation") of traces we do
 not have, on hardware whose capacity our performance model does not match: its 8x is ~360 requests
-per minute per instance, far beyond what one instance serves in our model (~16). We therefore
-measure in absolute offered load (requests per minute per instance, the x axis of every figure)
-and map the paper's multipliers onto it with one anchor per testbed:
+per minute per instance, far beyond what one instance serves in our model (~12-20). We therefore
+measure in absolute offered load (requests per minute per instance, the x axis of every figure; set
+by the session arrival rate of the generated workload, :func:`~smetric.experiments.setups.offered_point`,
+so the tool/think gaps stay as calibrated) and map the paper's multipliers onto it with one anchor per
+testbed:
 
-    load factor = multiplier / ANCHOR_MULTIPLIER x ANCHOR_LOAD[testbed]
+    rpm_per_instance = multiplier / ANCHOR_MULTIPLIER x ANCHOR_RPM[testbed]
 
-(load factor = fraction of the agent workload's 45 requests per minute per instance).
 ``ANCHOR_MULTIPLIER`` is 8 because the paper's own numbers put the best baseline's peak there:
 SMETRIC is +13 % over the best baseline at 9x but only +9 % at the peak, so the best baseline
-already declines at 9x, while at 8x the gain is +4 %. ``ANCHOR_LOAD`` is the load at which the
+already declines at 9x, while at 8x the gain is +4 %. ``ANCHOR_RPM`` is the offered load at which the
 best baseline's goodput peaks in our model (measured on the default workloads; the notebooks
 report where it actually peaked in each run, so a drifted anchor is visible). "Past saturation" is
 read at 10x. Multipliers are therefore plain load levels: ``load_max=12`` sweeps up to 1.5x the
-anchor load.
+anchor.
 
 * :func:`tps_vs_load` (Fig. 6): goodput TPS vs load, colocated with a provisioned global store,
   SMETRIC vs every baseline, both testbeds; :func:`peak_table`, :func:`gains_at_paper_loads`.
@@ -33,26 +34,28 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .setups import BASELINES, TESTBEDS, agent_workload, paper_cluster, run_point
+from .setups import BASELINES, TESTBEDS, agent_workload, offered_point, paper_cluster
 from .sweep import sweep
 
 __all__ = [
-    "ANCHOR_MULTIPLIER", "ANCHOR_LOAD", "PAPER_POINTS", "MAIN_BASELINES", "RPM_PER_INSTANCE", "PD_SPLIT",
-    "paper_multipliers", "load_of", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load", "latency_distributions",
+    "ANCHOR_MULTIPLIER", "ANCHOR_RPM", "PAPER_POINTS", "MAIN_BASELINES", "PD_SPLIT",
+    "paper_multipliers", "rpm_of", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load", "latency_distributions",
     "peak_table", "gains_at_paper_loads", "latency_table", "plot_vs_load",
     "plot_latency", "main_result_claims", "pd_claims", "latency_claims",
 ]
 
-RPM_PER_INSTANCE = 45.0  # requests per minute per instance of the agent workload at load 1 (Finding 6)
-ANCHOR_MULTIPLIER = 8.0  # the paper's load level mapped onto ANCHOR_LOAD
-# Load factor at which the best baseline's goodput peaks in our model (default workloads, seed 0).
-ANCHOR_LOAD = {"30b": 0.35, "235b": 0.5}
+ANCHOR_MULTIPLIER = 8.0  # the paper's load level mapped onto ANCHOR_RPM
+# Offered load (requests/min/instance) at which the best baseline's seed-mean goodput peaks in our model
+# (default workloads, seeds 0-1): 30B, least-load at 12 (probed at 9-18 rpm and in fig06); 235B, dynamo
+# at 22.5 in fig06 (a probe at 14-28 rpm in steps of 2 put least-load's peak at 20, within 5 % over 18-24).
+ANCHOR_RPM = {"30b": 12.0, "235b": 22.5}
 # The paper's load levels of claim C12 (x) -> the multiplier we read them at.
 PAPER_POINTS = {"6x": 6.0, "8x": 8.0, "9x": 9.0, "past saturation": 10.0}
 # The baselines the paper's notes name (LMetric, BAILIAN, Dynamo, llm-d session-sticky, load-balance
 # only) plus Mooncake's scheduler (the paper's global tier is Mooncake Store).
 MAIN_BASELINES = ("lmetric", "bailian", "dynamo", "session-sticky", "least-load", "mooncake")
-# Fig. 7's prefill:decode split of the 32 instances. At the 30B anchor load, 20P+12D starves the
+# Fig. 7's prefill:decode split of the 32 instances (chosen on the earlier compressed-timeline axis). At the
+# 30B anchor load, 20P+12D starves the
 # prefill pool (TTFT p50 ~ 10 s) and 28P+4D the decode pool (KV of ~12 agent contexts per decode
 # instance: TPOT p50 ~ 8 s); 24P+8D keeps both pools just below saturation.
 PD_SPLIT = (24, 8)
@@ -68,11 +71,11 @@ def paper_multipliers(load_max: float = 12.0) -> list[float]:
     return sorted(m for m in grid if m <= load_max)
 
 
-def load_of(multiplier: float, testbed: str, anchor_load: Mapping[str, float] | None = None) -> float:
-    """The load factor (fraction of 45 rpm per instance) of a paper load multiplier on ``testbed``."""
-    anchors = dict(ANCHOR_LOAD, **(anchor_load or {}))
+def rpm_of(multiplier: float, testbed: str, anchor_rpm: Mapping[str, float] | None = None) -> float:
+    """The offered load (requests/min/instance) of a paper load multiplier on ``testbed``."""
+    anchors = dict(ANCHOR_RPM, **(anchor_rpm or {}))
     if testbed not in anchors:
-        raise ValueError(f"no anchor load for testbed {testbed!r}; known: {sorted(anchors)}")
+        raise ValueError(f"no anchor rpm for testbed {testbed!r}; known: {sorted(anchors)}")
     if not multiplier > 0:
         raise ValueError(f"load multiplier must be > 0, got {multiplier!r}")
     return float(multiplier) / ANCHOR_MULTIPLIER * anchors[testbed]
@@ -112,39 +115,35 @@ def _check_names(testbeds: Sequence[str], policies: Sequence[str]) -> None:
         raise ValueError(f"policies must be a non-empty list of registered policies, unknown: {unknown}")
 
 
-def _load_point(testbed: str, policy: str, multiplier: float, load: float, seed: int, *, workloads: dict,
-                clusters: dict, warmup_frac: float) -> dict:
-    """One sweep point: the summary of ``policy`` on ``testbed`` at ``load`` (module level for Dask).
+def _load_point(testbed: str, policy: str, multiplier: float, rpm_per_instance: float, seed: int, *, setups: dict,
+                warmup_frac: float) -> dict:
+    """One sweep point: the summary of ``policy`` on ``testbed`` at ``rpm_per_instance`` (module level for Dask).
 
     ``seed`` picks the workload and seeds the policy's random draws (as in :func:`latency_distributions`)."""
-    return run_point(workloads[(testbed, seed)], clusters[testbed], policy, load=load, seed=seed,
-                     warmup_frac=warmup_frac)
+    return offered_point(rpm_per_instance, policy, seed=seed, warmup_frac=warmup_frac, **setups[testbed])
 
 
-def _load_sweep(clusters: dict, policies: Sequence[str], multipliers: Sequence[float], minutes: dict,
-                seeds: Sequence[int], anchor_load, warmup_frac: float, jobs: int | None) -> pd.DataFrame:
-    """Every (testbed, policy, multiplier, seed) point of ``clusters``; tidy, with the load axes added."""
+def _load_sweep(setups: dict, policies: Sequence[str], multipliers: Sequence[float], seeds: Sequence[int], anchor_rpm,
+                warmup_frac: float, jobs: int | None) -> pd.DataFrame:
+    """Every (testbed, policy, multiplier, seed) point; ``setups`` maps a testbed to :func:`offered_point`
+    keywords. Tidy, with both load axes (paper multiplier, requests/min/instance)."""
     if not multipliers:
         raise ValueError("multipliers must not be empty")
-    workloads = {(t, s): agent_workload(c.n_instances, float(minutes[t]), seed=int(s), rpm_per_instance=RPM_PER_INSTANCE)
-                 for t, c in clusters.items() for s in seeds}
-    grid = [{"testbed": t, "policy": p, "multiplier": float(m), "load": load_of(m, t, anchor_load), "seed": int(s)}
-            for t in clusters for m in multipliers for p in policies for s in seeds]
-    df = sweep(grid, _load_point, shared={"workloads": workloads, "clusters": clusters, "warmup_frac": warmup_frac},
-               jobs=jobs, on_error="raise")
-    df.insert(4, "rpm_per_instance", df["load"] * RPM_PER_INSTANCE)
-    return df
+    # policies innermost: the points sharing a workload run one after the other (workers cache a few)
+    grid = [{"testbed": t, "policy": p, "multiplier": float(m), "rpm_per_instance": rpm_of(m, t, anchor_rpm),
+             "seed": int(s)} for t in setups for m in multipliers for s in seeds for p in policies]
+    return sweep(grid, _load_point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs,
+                 on_error="raise")
 
 
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), policies: Sequence[str] = ("smetric", *BASELINES),
                 multipliers: Sequence[float] | None = None, load_max: float = 12.0,
                 minutes: float | Mapping[str, float] = 6.0, n_instances: int | Mapping[str, int] | None = None,
-                seeds: Sequence[int] = (0,), anchor_load: Mapping[str, float] | None = None,
+                seeds: Sequence[int] = (0,), anchor_rpm: Mapping[str, float] | None = None,
                 warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Fig. 6: goodput TPS vs load, colocated with a provisioned global store.
 
-    One row per (testbed, policy, multiplier, seed): ``load`` (factor of 45 rpm/instance),
-    ``rpm_per_instance`` and every :meth:`SimResult.summary` metric, measured after the first
+    One row per (testbed, policy, multiplier, seed): ``rpm_per_instance`` (offered load) and every :meth:`SimResult.summary` metric, measured after the first
     ``warmup_frac`` of the arrival span. ``multipliers`` (paper load units, see the module
     docstring) default to :func:`paper_multipliers` ``(load_max)``; ``minutes`` of agent workload
     and ``n_instances`` (None = the paper's 32 / 8) may be given per testbed.
@@ -152,14 +151,14 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), policies: Sequence[st
     _check_names(testbeds, policies)
     grid = paper_multipliers(load_max) if multipliers is None else list(multipliers)
     sizes = _per_testbed(n_instances, testbeds, "n_instances")
-    clusters = {t: paper_cluster(t, n_instances=sizes[t]) for t in testbeds}
-    return _load_sweep(clusters, policies, grid, _per_testbed(minutes, testbeds, "minutes"), seeds, anchor_load,
-                       warmup_frac, jobs)
+    windows = _per_testbed(minutes, testbeds, "minutes")
+    setups = {t: {"testbed": t, "n_instances": sizes[t], "minutes": float(windows[t])} for t in testbeds}
+    return _load_sweep(setups, policies, grid, seeds, anchor_rpm, warmup_frac, jobs)
 
 
 def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), multipliers: Sequence[float] = (
                        2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0), split: tuple[int, int] = PD_SPLIT,
-                       minutes: float = 6.0, seeds: Sequence[int] = (0,), anchor_load: Mapping[str, float] | None = None,
+                       minutes: float = 6.0, seeds: Sequence[int] = (0,), anchor_rpm: Mapping[str, float] | None = None,
                        warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Fig. 7: the 30B testbed disaggregated into ``split`` = (prefill, decode) instances.
 
@@ -169,17 +168,17 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), m
     """
     _check_names(["30b"], policies)
     n_prefill, n_decode = split
-    cluster = paper_cluster("30b", n_instances=n_prefill + n_decode, mode="disaggregated",
-                            n_prefill=n_prefill, n_decode=n_decode)
-    return _load_sweep({"30b": cluster}, policies, list(multipliers), {"30b": minutes}, seeds, anchor_load,
-                       warmup_frac, jobs)
+    setup = {"testbed": "30b", "n_instances": n_prefill + n_decode, "minutes": float(minutes),
+             "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_prefill, "n_decode": n_decode}}
+    paper_cluster("30b", n_instances=n_prefill + n_decode, **setup["cluster_overrides"])  # a bad split fails here
+    return _load_sweep({"30b": setup}, policies, list(multipliers), seeds, anchor_rpm, warmup_frac, jobs)
 
 
-def _latency_point(policy: str, seed: int, *, workload, cluster, load: float, warmup_frac: float) -> pd.DataFrame:
+def _latency_point(policy: str, seed: int, *, workload, cluster, warmup_frac: float) -> pd.DataFrame:
     """TTFT and TPOT quantiles of one policy's requests after the warm-up cut (module level for Dask)."""
     from ..cluster.simulate import simulate
 
-    result = simulate(workload, cluster, policy, load=load, seed=seed, progress=False)
+    result = simulate(workload, cluster, policy, load=1.0, seed=seed, progress=False)
     rq = result.requests
     since = rq["arrival"].min() + warmup_frac * (rq["arrival"].max() - rq["arrival"].min())
     rq = rq[rq["arrival"] >= since]
@@ -200,7 +199,7 @@ def _latency_point(policy: str, seed: int, *, workload, cluster, load: float, wa
 
 def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), testbed: str = "30b",
                           multiplier: float = ANCHOR_MULTIPLIER, minutes: float = 6.0, n_instances: int | None = None,
-                          seeds: Sequence[int] = (0,), anchor_load: Mapping[str, float] | None = None,
+                          seeds: Sequence[int] = (0,), anchor_rpm: Mapping[str, float] | None = None,
                           warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Fig. 8: TTFT (s) and TPOT (ms) quantiles per policy at one load (default: the anchor, 8x).
 
@@ -209,20 +208,20 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
     never prefilled no TTFT: both are excluded from the quantiles and counted in ``n_unfinished``).
     """
     _check_names([testbed], policies)
-    load = load_of(multiplier, testbed, anchor_load)
+    rpm = rpm_of(multiplier, testbed, anchor_rpm)
     cluster = paper_cluster(testbed, n_instances=n_instances)
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
     frames = []
     for seed in seeds:  # one workload per seed; each is scattered to the workers once
-        workload = agent_workload(cluster.n_instances, float(minutes), seed=int(seed), rpm_per_instance=RPM_PER_INSTANCE)
+        workload = agent_workload(cluster.n_instances, float(minutes), int(seed), rpm_per_instance=rpm)
         frames.append(sweep({"policy": list(policies), "seed": [int(seed)]}, _latency_point,
-                            shared={"workload": workload, "cluster": cluster, "load": load, "warmup_frac": warmup_frac},
+                            shared={"workload": workload, "cluster": cluster, "warmup_frac": warmup_frac},
                             jobs=jobs, on_error="raise"))
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "testbed", testbed)
     out.insert(2, "multiplier", float(multiplier))
-    out.insert(3, "rpm_per_instance", load * RPM_PER_INSTANCE)
+    out.insert(3, "rpm_per_instance", rpm)
     return out
 
 
@@ -344,7 +343,7 @@ def plot_vs_load(df: pd.DataFrame, metric: str = "goodput_tps", ylabel: str = "g
                 ax.annotate(label, (m * rpm_per_x, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
                             textcoords="offset points", fontsize=7, color="0.35", rotation=90, va="top")
         model = TESTBEDS[testbed][0]
-        ax.set(xlabel="offered load (requests per minute per instance)", ylabel=ylabel, ylim=(0, None),
+        ax.set(xlabel="offered load (requests / min / instance)", ylabel=ylabel, ylim=(0, None),
                title=f"{testbed.upper()}: {model}")
     handles, labels = axes[0][-1].get_legend_handles_labels()
     axes[0][-1].get_legend().remove()
@@ -411,7 +410,7 @@ def _anchor_note(df: pd.DataFrame, metric: str, testbed: str) -> str:
     peaks = peak_table(df[df["testbed"] == testbed], metric)
     base = peaks[peaks["policy"] != "smetric"].iloc[0]
     return (f"best baseline {base['policy']} peaked at {base['peak_rpm_per_instance']:.1f} rpm/instance "
-            f"(= paper {base['peak_multiplier']:g}x; anchor 8x = {ANCHOR_LOAD[testbed] * RPM_PER_INSTANCE:.2f})")
+            f"(= paper {base['peak_multiplier']:g}x; anchor 8x = {ANCHOR_RPM[testbed]:g})")
 
 
 _TYPICAL_PROMPT = 25_000  # tokens: mean prompt of the synthetic agent workload (~24.9k)
@@ -461,7 +460,8 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
         grows = g["gain"].iloc[-1] > max(g["gain"].iloc[0], TIE)
         verdict = "reproduced" if close else ("direction only" if grows else "not reproduced")
         rows.append({"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}: {text}", "verdict": verdict,
-                     "reason": ("paper x mapped to load = x/8 of the best baseline's peak load in our model; "
+                     "reason": ("paper x mapped to an offered load of x/8 of the best baseline's peak (requests/min/"
+                                "instance, set by the session arrival rate) in our model; "
                                 + _anchor_note(df, "goodput_tps", primary) + "; past saturation = 10x. "
                                 + _last_level_note(df, g.iloc[-1], primary))})
     peaks = peak_table(df)
