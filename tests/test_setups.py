@@ -1,5 +1,6 @@
 """The paper setups shared by the figures."""
 
+import numpy as np
 import pytest
 
 from smetric.experiments.setups import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
@@ -34,3 +35,15 @@ def test_offered_point_scales_sessions_not_time():
     assert abs(w_low.duration - w_high.duration) < 60.0   # same window: more sessions, not less time
     s = offered_point(2.0, "least-load", n_instances=8, minutes=5.0, warmup_frac=0.0)
     assert s["n_requests"] == len(w_low)
+
+
+def test_lower_loads_are_thinned_subsets_of_higher_ones():
+    low = agent_workload(8, 5.0, 0, rpm_per_instance=6.0)
+    high = agent_workload(8, 5.0, 0, rpm_per_instance=12.0)
+    low_sessions, high_sessions = set(low.session), set(high.session)
+    assert low_sessions < high_sessions                     # common random numbers
+    assert 0.35 < len(low) / len(high) < 0.65               # about half the sessions, half the requests
+    sub = high.select(np.isin(high.session, list(low_sessions)))
+    assert np.array_equal(sub.arrival, low.arrival) and np.array_equal(sub.block_ids, low.block_ids)
+    with pytest.raises(ValueError):
+        agent_workload(8, 5.0, 0, rpm_per_instance=0.0)
