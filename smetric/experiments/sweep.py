@@ -325,13 +325,15 @@ def _run_dask(
         outcomes: list[_Outcome | None] = [None] * len(points)
         try:
             with _progress_bar(len(points), progress) as bar:
-                # with_results: results are fetched in the background as points finish
-                for future, outcome in as_completed(futures, with_results=True, raise_errors=False):
+                # not with_results=True: it lost results under load here (cf. dask/distributed#7331)
+                for future in as_completed(futures):
                     i = futures.pop(future)  # dropping the last reference frees the result on the worker
                     if future.status == "error":  # the task never returned, e.g. its worker died
                         exc = future.exception()
                         tb = "".join(traceback.format_tb(future.traceback()))
                         outcome = _Outcome(failure=PointFailure(i, points[i], _describe(exc), tb))
+                    else:
+                        outcome = future.result()
                     if outcome.failure is not None and on_error == "raise":
                         raise SweepError(outcome.failure)
                     outcomes[i] = outcome
