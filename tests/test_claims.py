@@ -28,3 +28,20 @@ def test_record_and_collect(tmp_path):
 def test_record_rejects_bad_rows(tmp_path, row, message):
     with pytest.raises(ValueError, match=message):
         record_claims("fig04", [row], outdir=tmp_path)
+
+
+def test_workload_claim_rows_need_public_traces_to_reproduce():
+    import pandas as pd
+
+    from smetric.experiments.workload_figs import AGENT_LABEL, CHAT_LABEL, workload_claim_rows
+
+    stats = {"reuse_ratio": 0.9, "intra_session_reuse_share": 0.9, "first_turn_reuse_ratio": 0.19,
+             "reuse_within_100s": 0.9, "top25_session_token_share": 0.9}
+    rows = [(AGENT_LABEL, k, v) for k, v in stats.items()] + [(CHAT_LABEL, "reuse_ratio", 0.58)]
+    rows += [(t, "intra_session_reuse_share", 0.7) for t in ("Mooncake conversation", "Mooncake synthetic")]
+    rows += [(t, "reuse_ratio", 0.4) for t in ("Mooncake conversation", "Mooncake synthetic")]
+    frame = pd.DataFrame(rows, columns=["trace", "category", "y"]).assign(panel="summary")
+    verdicts = {r["claim_id"]: r["verdict"] for r in workload_claim_rows(frame)}
+    assert verdicts["C2_intra_session"] == "reproduced"          # both public traces meet it
+    assert verdicts["C1_agent_reuse"] == "direction only"        # only the calibrated generator does
+    assert verdicts["C3_first_turn"] == "direction only"         # no public data at all

@@ -16,7 +16,8 @@ CELLS = [
     new_code_cell(
         "import os\n\n"
         "from smetric.experiments.workload_figs import (plot_workload_characterization, workload_characterization,\n"
-        "                                               workload_claims)\n"
+        "                                               workload_claim_rows, workload_claims)\n"
+        "from smetric.experiments.claims import record_claims\n"
         "from smetric.plotting import save_figure"),
     new_code_cell(
         "QUICK = os.environ.get(\"SMETRIC_QUICK\") == \"1\"\n"
@@ -32,7 +33,8 @@ CELLS = [
         "save_figure(fig, data, \"fig01_workload\")"),
     new_code_cell(
         "claims = workload_claims(data)\n"
-        "print(claims.to_string(index=False, float_format=lambda x: f\"{x:,.0f}\" if abs(x) >= 100 else f\"{x:.3f}\"))"),
+        "print(claims.to_string(index=False, float_format=lambda x: f\"{x:,.0f}\" if abs(x) >= 100 else f\"{x:.3f}\"))\n"
+        "record_claims(\"fig01\", workload_claim_rows(data))[[\"claim_id\", \"verdict\", \"reproduced\"]]"),
 ]
 
 

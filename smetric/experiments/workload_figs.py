@@ -17,7 +17,7 @@ from ..workload import Workload, load_trace
 from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
 from ..workload.synthetic import AGENT, AGENT_TARGETS, CHAT_TARGETS, synth_agent_workload, synth_chat_workload
 
-__all__ = ["workload_characterization", "plot_workload_characterization", "workload_claims"]
+__all__ = ["workload_characterization", "plot_workload_characterization", "workload_claims", "workload_claim_rows"]
 
 AGENT_LABEL = "synthetic agent"
 CHAT_LABEL = "synthetic chat"
@@ -122,3 +122,46 @@ def workload_claims(frame: pd.DataFrame) -> pd.DataFrame:
                          "band": f"[{paper - 0.05:g}, {paper + 0.05:g}]", "trace": label,
                          "reproduced": value, "within": bool(abs(value - paper) <= 0.05)})
     return pd.DataFrame(rows)
+
+
+# claim id -> (statistic, lower bound of the band, upper bound)
+_FINDINGS = {
+    "C1_agent_reuse": ("reuse_ratio", 0.80, 1.0),
+    "C2_intra_session": ("intra_session_reuse_share", 0.65, 1.0),
+    "C3_first_turn": ("first_turn_reuse_ratio", 0.18, 0.20),
+    "C4_reuse_distance": ("reuse_within_100s", 0.85, 0.95),
+    "C5_session_skew": ("top25_session_token_share", 0.80, 1.0),
+}
+_PUBLIC = ("Mooncake conversation", "Mooncake synthetic")
+
+
+def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
+    """Verdict rows for :func:`smetric.experiments.claims.record_claims` (Findings 1-5 and the chat range).
+
+    The synthetic agent workload meets each finding *by construction* (it is calibrated to them; the
+    paper's BAILIAN agent traces are private), so it cannot confirm them. A finding counts as
+    reproduced only when both public traces (Mooncake, sessions inferred) also meet it; as
+    direction only when the generator meets it but the public traces do not (or only one does).
+    """
+    summary = frame[frame["panel"] == "summary"].set_index(["trace", "category"])["y"]
+    rows = []
+    for claim_id, (stat, lo, hi) in _FINDINGS.items():
+        agent = summary[(AGENT_LABEL, stat)]
+        public = {t: summary[(t, stat)] for t in _PUBLIC if (t, stat) in summary.index}
+        public_ok = [lo <= v <= hi for v in public.values()]
+        verdict = ("reproduced" if public_ok and all(public_ok)
+                   else "direction only" if lo <= agent <= hi else "not reproduced")
+        rows.append({"claim_id": claim_id,
+                     "reproduced": f"synthetic agent {agent:.3f}; " + ", ".join(f"{t} {v:.3f}" for t, v in public.items()),
+                     "verdict": verdict,
+                     "reason": (f"band [{lo:g}, {hi:g}]; the synthetic agent workload is calibrated to it (an input, "
+                                f"not a test); public traces meeting it: {sum(public_ok)} of {len(public_ok)} "
+                                "(chat traces, not agent traces: no public agent trace with block hashes)")})
+    chat = summary[(CHAT_LABEL, "reuse_ratio")]
+    public = {t: summary[(t, "reuse_ratio")] for t in _PUBLIC if (t, "reuse_ratio") in summary.index}
+    rows.append({"claim_id": "C1_chat_reuse",
+                 "reproduced": f"synthetic chat {chat:.3f}; " + ", ".join(f"{t} {v:.3f}" for t, v in public.items()),
+                 "verdict": "direction only",
+                 "reason": ("the chat preset is calibrated to 54-62 %; the public Mooncake chat traces reuse "
+                            "37 % and 65 % (Mooncake paper: 40 %, 66 %), bracketing the paper's range")})
+    return rows
