@@ -7,8 +7,9 @@ The grid is 4 policies × 16 load factors = 64 points, each one ``smetric.simula
 30B-testbed cluster; the workload and cluster are ``shared`` (scattered once). Timings reported:
 
 - serial: ``sweep(..., jobs=1)`` (no Dask), and the mean time of one point;
-- dask-1 / dask-2: one and two worker processes on pre-started LocalClusters (speed-up =
-  serial / dask-2), interleaved with the serial runs so a busy machine slows all alike;
+- dask-1 / dask-2: one and two worker processes on pre-started, warmed-up LocalClusters
+  (speed-up = serial / dask-2), interleaved with the serial runs so a busy machine slows all
+  alike; CPU time is summed over this process (client, scheduler, nannies) and the workers;
 - cold: ``sweep(..., jobs=2)`` end to end, cluster start-up included;
 - overhead per point: the round trip of an empty point on one worker (Dask's own cost:
   scheduling, pickling, result transfer), and as a cross-check ``(dask-1 - serial) / 64``,
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import ExitStack
 
 import pandas as pd
 from distributed import Client
@@ -61,11 +63,6 @@ def _measure(run, client) -> tuple[float, float, float, pd.DataFrame]:
     return wall, cpu1 - cpu0 + sum(worker_cpu), max(worker_cpu, default=cpu1 - cpu0), df
 
 
-def _local_client(n_workers: int) -> tuple:
-    cluster = local_cluster(n_workers)
-    return cluster, Client(cluster)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the timings table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -78,43 +75,41 @@ def main(argv: list[str] | None = None) -> int:
     shared = {"workload": agent_workload(args.instances, args.minutes), "cluster": paper_cluster(
         "30b", n_instances=args.instances)}
     n = len(POLICIES) * len(LOADS)
-    run_point(policy=POLICIES[0], load=LOADS[0], **shared)  # compile (or load the numba cache) untimed
+    warm_grid = {"policy": POLICIES, "load": LOADS[:1]}
+    sweep(warm_grid, run_point, shared=shared, jobs=1, progress=False)  # compile / load the numba cache, untimed
     load_before = os.getloadavg()[0]
-    cluster1, client1 = _local_client(1)
-    cluster2, client2 = _local_client(2)
-    configs = {  # name -> (workers, client, run)
-        "serial (jobs=1, no dask)": (1, None, lambda: sweep(grid, run_point, shared=shared, jobs=1, progress=False)),
-        "dask, 1 worker, pre-started": (1, client1, lambda: sweep(grid, run_point, shared=shared, client=client1,
-                                                                  progress=False)),
-        "dask, 2 workers, pre-started": (2, client2, lambda: sweep(grid, run_point, shared=shared, client=client2,
-                                                                   progress=False)),
-    }
-    best = {name: [float("inf")] * 3 for name in configs}  # wall, total CPU, busiest worker's CPU
+    names = {0: "serial (jobs=1, no dask)", 1: "dask, 1 worker, pre-started", 2: "dask, 2 workers, pre-started"}
+    best = {k: [float("inf")] * 3 for k in names}  # wall, total CPU, busiest worker's CPU
     reference = None
-    with cluster1, client1, cluster2, client2:
-        for _ in range(args.repeats):  # interleaved, so a busy machine slows every configuration alike
-            for name, (_, client, run) in configs.items():
-                *times, df = _measure(run, client)
-                best[name] = [min(b, t) for b, t in zip(best[name], times)]
-                if reference is None:
-                    reference = df
+    t_noop = float("inf")
+    for _ in range(args.repeats):  # interleaved, so a busy machine slows every configuration alike
+        for workers in names:
+            with ExitStack() as stack:  # only the measured cluster is alive (no idle cluster's background CPU)
+                client = None
+                if workers:
+                    client = stack.enter_context(Client(stack.enter_context(local_cluster(workers))))
+                    client.run(sweep, warm_grid, run_point, shared=shared, jobs=1, progress=False)  # same, per worker
+                kwargs = {"client": client} if client else {"jobs": 1}
+                *times, df = _measure(lambda: sweep(grid, run_point, shared=shared, progress=False, **kwargs), client)
+                best[workers] = [min(b, t) for b, t in zip(best[workers], times)]
+                reference = df if reference is None else reference
                 _check_same(df, reference)
-        noop_grid = {"i": list(range(200))}
-        t_noop = min(_measure(lambda: sweep(noop_grid, noop_point, client=client1, progress=False), client1)[0]
-                     for _ in range(args.repeats))
+                if workers == 1:
+                    noop_sweep = lambda: sweep({"i": list(range(200))}, noop_point, client=client, progress=False)
+                    t_noop = min(t_noop, _measure(noop_sweep, client)[0])
     t_cold, *_, df = _measure(lambda: sweep(grid, run_point, shared=shared, jobs=2, progress=False), None)
     _check_same(df, reference)
 
-    wall_serial, cpu_serial, _ = best["serial (jobs=1, no dask)"]
-    wall_d1, cpu_d1, _ = best["dask, 1 worker, pre-started"]
-    _, cpu_d2, busiest_d2 = best["dask, 2 workers, pre-started"]
+    wall_serial, cpu_serial, _ = best[0]
+    wall_d1, cpu_d1, _ = best[1]
+    _, cpu_d2, busiest_d2 = best[2]
     print(f"{n}-point grid ({len(POLICIES)} policies x {len(LOADS)} loads), {len(shared['workload'].arrival)} "
           f"requests on {args.instances} instances per point, {os.cpu_count()} cores, best of {args.repeats}, "
           f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"{'configuration':58s} {'workers':>7s} {'wall s':>7s} {'speed-up':>8s} {'CPU s':>7s} {'busiest':>7s}")
-    for name, (workers, _, _) in configs.items():
-        wall, cpu, busiest = best[name]
-        print(f"{name:58s} {workers:7d} {wall:7.2f} {wall_serial / wall:8.2f} {cpu:7.2f} {busiest:7.2f}")
+    for workers, name in names.items():
+        wall, cpu, busiest = best[workers]
+        print(f"{name:58s} {max(workers, 1):7d} {wall:7.2f} {wall_serial / wall:8.2f} {cpu:7.2f} {busiest:7.2f}")
     print(f"{'dask, 2 workers, cold (sweep(jobs=2), start-up included)':58s} {2:7d} {t_cold:7.2f} "
           f"{wall_serial / t_cold:8.2f}")
     point_cpu = cpu_serial / n
