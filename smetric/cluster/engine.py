@@ -122,7 +122,7 @@ from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
-from .queueing import FCFS, Q_KIND, rank_nb
+from .queueing import FCFS, N_Q, Q_KIND, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
 __all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
@@ -136,11 +136,14 @@ COLOCATED, PREFILL_ROLE, DECODE_ROLE = 0, 1, 2
 
 # ---- per-request int columns (st.ri)
 RI_STATE, RI_INST, RI_DINST, RI_REM, RI_INKV, RI_K1, RI_PRIV, RI_NXT, RI_PRV, RI_JOIN = range(10)
-RI_CTOK, RI_REASON, RI_PREFILL, RI_HHBM, RI_HDRAM, RI_HGLOB, RI_QTRIED, RI_QFAILED = range(10, 18)
-N_RI = 18
+RI_CTOK, RI_REASON, RI_PREFILL, RI_HHBM, RI_HDRAM, RI_HGLOB = range(10, 16)
+N_RI = 16
+# ---- per-request queue-discipline marks (st.qmark, outside st.ri's 128-byte rows): the admission step
+# that last tried the request, the KV version at which it last did not fit
+QM_TRIED, QM_FAILED = range(2)
 # ---- per-request float columns (st.rf)
-RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH, RF_READY, RF_CCOST, RF_CATTN = range(7)
-N_RF = 7
+RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH, RF_READY, RF_CCOST, RF_CATTN, RF_DECODE_EST = range(8)
+N_RF = 8
 # ---- per-instance int columns (st.ii)
 (II_ROLE, II_BUSY, II_WHEAD, II_WTAIL, II_NWAIT, II_PHEAD, II_PTAIL, II_NRUN, II_NLOAD, II_NDEC, II_SDEC,
  II_ITER, II_SEGK, II_NBATCH, II_INFLIGHT, II_NQUEUED, II_QTOK, II_CTX, II_PINNED, II_CACHED, II_PRIV,
@@ -157,8 +160,8 @@ DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
 G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP = range(7)
 N_GI = 7
-GF_NOW, GF_WRITE = range(2)
-N_GF = 2
+GF_NOW, GF_WRITE, GF_QUEUE = range(3)
+N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[GF_QUEUE:]
 
 # Engine functions are compiled with ``_nrt=False``: the engine allocates nothing (all state is
 # preallocated in Python), and without the runtime's reference counting the row views and slices
@@ -167,7 +170,7 @@ N_GF = 2
 # (callees inherit the caller's runtime flag, and policies may allocate).
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
-    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand", "queue", "decode_est",
+    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
     "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
     "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
     "sample_t0", "sample_dt", "n_samples", "hshift", "hmask", "dshift", "dmask"])
@@ -175,7 +178,7 @@ EngineData = namedtuple("EngineData", [
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
-    "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv"])
+    "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark"])
 
 
 # ====================================================================== small helpers
@@ -700,7 +703,7 @@ def _next_candidate(d, st, i, t, free, step):
     disciplines: the best-ranked request not yet tried in this step and not known not to fit.
     """
     version = st.ii[i, II_KV_VERSION]
-    if d.queue[Q_KIND] == FCFS:
+    if st.gf[GF_QUEUE + Q_KIND] == FCFS:
         r = st.ii[i, II_WHEAD]
         if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == version:
             return -1
@@ -710,9 +713,9 @@ def _next_candidate(d, st, i, t, free, step):
     best_key = 0.0
     r = st.ii[i, II_WHEAD]
     while r >= 0:
-        if st.ri[r, RI_QTRIED] != step and st.ri[r, RI_QFAILED] != version:
+        if st.qmark[r, QM_TRIED] != step and st.qmark[r, QM_FAILED] != version:
             need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.B))
-            level, key = rank_nb(d.queue, st.rf[r, RF_CCOST] + d.decode_est[r], d.priority[r], d.turn[r],
+            level, key = rank_nb(st.gf[GF_QUEUE:], st.rf[r, RF_CCOST] + st.rf[r, RF_DECODE_EST], d.priority[r], d.turn[r],
                                  st.rf[r, RF_ARR], t, need, free)
             if level > best_level or (level == best_level and key > best_key):
                 best, best_level, best_key = r, level, key
@@ -766,10 +769,13 @@ def _form_batch(d, st, i, t):
             budget = _add_chunk(st, i, r, budget)
         r = st.ri[r, RI_NXT]
     wait = 0.0
-    fcfs = d.queue[Q_KIND] == FCFS
-    free = float(max(d.C - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
-    st.gi[G_QSTEP] += 1
-    step = st.gi[G_QSTEP]
+    fcfs = st.gf[GF_QUEUE + Q_KIND] == FCFS
+    free = 1.0
+    step = 0
+    if not fcfs:
+        free = float(max(d.C - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
+        st.gi[G_QSTEP] += 1
+        step = st.gi[G_QSTEP]
     while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.mns:
         r = _next_candidate(d, st, i, t, free, step)
         if r < 0:
@@ -780,8 +786,8 @@ def _form_batch(d, st, i, t):
                 st.ii[i, II_BLOCKED_BY] = r
                 st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
                 break
-            st.ri[r, RI_QTRIED] = step
-            st.ri[r, RI_QFAILED] = st.ii[i, II_KV_VERSION]
+            st.qmark[r, QM_TRIED] = step
+            st.qmark[r, QM_FAILED] = st.ii[i, II_KV_VERSION]
             continue
         _list_remove(st, i, II_WHEAD, II_WTAIL, r)
         st.ii[i, II_NWAIT] -= 1
@@ -928,7 +934,7 @@ def _hand_over(d, st, src, n_hand, t):
         _sample_until(d, st, best, t)
         st.ri[r, RI_STATE] = WAITING
         st.ri[r, RI_DINST] = best
-        st.ri[r, RI_QFAILED] = -1  # KV versions are per instance
+        st.qmark[r, QM_FAILED] = -1  # KV versions are per instance
         _list_append(st, best, II_WHEAD, II_WTAIL, r)
         st.ii[best, II_NWAIT] += 1
         st.ii[best, II_INFLIGHT] += 1
@@ -1069,7 +1075,7 @@ def _make_data(inp: EngineInput) -> EngineData:
         arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
         block_ids=inp.block_ids, child_offsets=inp.child_offsets, children=inp.children, coef=inp.coef,
-        params=inp.params, rand=inp.rand, queue=inp.queue, decode_est=inp.decode_est, n=int(inp.n),
+        params=inp.params, rand=inp.rand, n=int(inp.n),
         n_inst=int(inp.n_instances),
         n_routable=int(inp.n_routable), disagg=bool(inp.disaggregated), closed=bool(inp.closed),
         overlap=bool(inp.overlap), mns=int(inp.max_num_seqs), mbt=int(inp.max_batched_tokens),
@@ -1084,9 +1090,10 @@ def _make_data(inp: EngineInput) -> EngineData:
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     n, m = inp.n, inp.n_instances
     ri = np.zeros((n, N_RI), dtype=np.int64)
-    ri[:, [RI_INST, RI_DINST, RI_NXT, RI_PRV, RI_REASON, RI_QTRIED, RI_QFAILED]] = -1
+    ri[:, [RI_INST, RI_DINST, RI_NXT, RI_PRV, RI_REASON]] = -1
     rf = np.zeros((n, N_RF))
     rf[:, [RF_ARR, RF_ADMIT, RF_FIRST, RF_FINISH]] = np.nan
+    rf[:, RF_DECODE_EST] = inp.decode_est
     ii = np.zeros((m, N_II), dtype=np.int64)
     ii[:, [II_WHEAD, II_WTAIL, II_PHEAD, II_PTAIL, II_BLOCKED_BY]] = -1
     ii[:, II_ROLE] = COLOCATED
@@ -1122,6 +1129,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         tt_i[k] = tt_i[2 * k]
     gf = np.zeros(N_GF)
     gf[GF_NOW] = -np.inf
+    gf[GF_QUEUE:] = inp.queue
     return EngineState(
         ri=ri, rf=rf, ii=ii, fi=fi, hkeys=hkeys, hvals=hvals, hslot=hslot, hfree=hfree,
         hends=np.full((m, 2), -1, dtype=np.int64), dkeys=dkeys, dvals=dvals, dslot=dslot, dfree=dfree,
@@ -1133,7 +1141,8 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         scratch=np.zeros(2 * inp.max_num_seqs + 2, dtype=np.int64),
         handoff=np.zeros(inp.max_num_seqs + 1, dtype=np.int64), mark=np.zeros(m, dtype=np.int8),
         ts=np.zeros((m, inp.n_samples, N_TS), dtype=np.int64), pstate=inp.state.copy(),
-        vbuf=np.zeros((inp.n_routable, pb.N_VIEW)), reqv=np.zeros(pb.N_REQ))
+        vbuf=np.zeros((inp.n_routable, pb.N_VIEW)), reqv=np.zeros(pb.N_REQ),
+        qmark=np.full((n, 2), -1, dtype=np.int64))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
