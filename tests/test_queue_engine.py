@@ -12,7 +12,7 @@ import pytest
 from engine_support import agent_workload, small_cluster, store, unique_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_equivalence import assert_same_run, cases
+from test_engine_equivalence import POLICIES, assert_same_run, cases
 
 from smetric.cluster.engine import run_engine
 from smetric.cluster.inputs import prepare
@@ -27,9 +27,38 @@ RANKED = [QueueDiscipline("smetric-score"), QueueDiscipline("mlfq"),
           QueueDiscipline("mlfq", short_s=0.01, long_s=0.02, t_low=0.2, t_medium=0.5)]  # every level in use
 
 
+@st.composite
+def contended_cases(draw):
+    """Queues that hold several requests at once (short span, few slots, small budget, tight HBM), so that
+    the discipline's order decides who goes first; colocated or disaggregated, open or closed replay."""
+    seed = draw(st.integers(0, 2**31 - 1))
+    wl = agent_workload(seed, n_sessions=draw(st.integers(6, 20)), max_turns=draw(st.integers(1, 4)),
+                        span=draw(st.sampled_from([0.2, 1.0])), output=(1, draw(st.sampled_from([10, 60]))),
+                        first_prompt=(20, draw(st.sampled_from([400, 1500]))))
+    n = draw(st.integers(1, 3))
+    shape = dict(n_instances=n)
+    if n >= 2 and draw(st.booleans()):
+        shape.update(mode="disaggregated", n_prefill=n - 1, n_decode=1)
+    mns = draw(st.sampled_from([2, 4, 16]))
+    cluster = small_cluster(
+        kv_tokens=draw(st.sampled_from([2500, 5000, 30_000])), block_size=16, max_num_seqs=mns,
+        max_batched_tokens=max(mns, draw(st.sampled_from([64, 256, 1024]))),
+        global_store=draw(st.sampled_from([None, store()])), kv_load_overlap=draw(st.booleans()),
+        replay=draw(st.sampled_from(["open", "closed"])), **shape)
+    return wl, cluster, draw(st.sampled_from(POLICIES)), draw(st.sampled_from([1.0, 4.0])), seed
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.sampled_from(RANKED))
 def test_engine_matches_reference_for_every_discipline(case, queue):
+    wl, cluster, policy, load, seed = case
+    inp = prepare(wl, dataclasses.replace(cluster, queue=queue), policy, load=load, seed=seed, n_samples=50)
+    assert_same_run(run_engine(inp), run_reference(inp))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contended_cases(), st.sampled_from(RANKED))
+def test_engine_matches_reference_when_the_order_matters(case, queue):
     wl, cluster, policy, load, seed = case
     inp = prepare(wl, dataclasses.replace(cluster, queue=queue), policy, load=load, seed=seed, n_samples=50)
     assert_same_run(run_engine(inp), run_reference(inp))
