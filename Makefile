@@ -20,9 +20,9 @@ figures: $(STAMP)
 	$(VENV)/bin/smetric reproduce
 
 # Unit tests plus every notebook under nbval, in quick mode (small sizes, same code paths).
-# Quick-mode figures go to build/, never over the committed full-run figures/.
+# Quick-mode figures go to build/, never over the committed full-run figures/; sweeps run serially.
 test: $(STAMP)
-	SMETRIC_QUICK=1 SMETRIC_FIGURES=$(CURDIR)/build/figures-quick $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+	SMETRIC_QUICK=1 SMETRIC_JOBS=1 SMETRIC_FIGURES=$(CURDIR)/build/figures-quick $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
 
 bench: $(STAMP)
 	$(PY) -m benchmarks

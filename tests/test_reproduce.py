@@ -51,3 +51,10 @@ def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
     reproduce(quick=True, root=tmp_path, progress=False)
     import os
     assert "SMETRIC_QUICK" not in os.environ
+
+
+def test_cli_rejects_both_sweep_targets(capsys):
+    from smetric.cli import main
+
+    assert main(["reproduce", "--sweep-jobs", "2", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "only one of" in capsys.readouterr().err

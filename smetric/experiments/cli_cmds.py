@@ -15,8 +15,11 @@ def register_reproduce(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="papermill parameter for every notebook that declares it (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once (default 1)")
+    parser.add_argument("--sweep-jobs", type=int, metavar="N",
+                        help="worker processes per sweep inside the notebooks (1 = serial, no dask; "
+                             "default one per core)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="dask scheduler for the sweeps inside the notebooks (tcp://host:port)")
+                        help="run the sweeps on an existing dask cluster (tcp://host:port)")
 
 
 def run_reproduce(args: argparse.Namespace) -> int:
@@ -28,8 +31,13 @@ def run_reproduce(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"smetric reproduce: {exc}", file=sys.stderr)
         return 2
-    if args.scheduler:
-        os.environ["SMETRIC_DASK_SCHEDULER"] = args.scheduler
+    from .sweep import sweep_environment
+
+    try:
+        os.environ.update(sweep_environment(jobs=args.sweep_jobs, scheduler=args.scheduler))
+    except ValueError as exc:
+        print(f"smetric reproduce: {exc}", file=sys.stderr)
+        return 2
     try:
         table = reproduce(only=args.only, params=params, quick=args.quick, jobs=args.jobs)
     except ValueError as exc:
