@@ -97,7 +97,8 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
     ``quick`` sets ``SMETRIC_QUICK=1`` for the kernels (small sizes, same code paths) and sends
     their figures to ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise;
     ``params`` are papermill parameters, passed to each notebook that declares them;
-    ``jobs`` notebooks run at once. The runtime table is also written to ``build/runtimes.csv``.
+    ``jobs`` notebooks run at once. The runtime table is also written to ``build/runtimes.csv``,
+    and the figures' claim verdicts are joined into ``claims.csv`` beside the figures.
     """
     from tqdm.auto import tqdm
 
@@ -124,6 +125,10 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
                 runs.append(run)
                 bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
                 bar.update()
+        if (root / "data" / "paper_claims.csv").exists():
+            from .claims import collect_claims
+
+            collect_claims()  # figures/claims.csv: the paper's claims with every verdict recorded so far
     finally:  # the kernels inherited the environment; leave the caller's as it was
         for key, val in saved.items():
             if val is None:
