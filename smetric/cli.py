@@ -1,4 +1,7 @@
-"""The ``smetric`` command line. Each subcommand is one ``_cmd_<name>`` function registered in ``_COMMANDS``."""
+"""The ``smetric`` command line: reproduce, simulate, policies, characterize, synth, perf.
+
+Each subcommand lives in its domain's ``cli_cmds`` module and is registered in ``_COMMANDS``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from .workload import cli_cmds as _workload_cli
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smetric", description=__doc__)
+    parser = argparse.ArgumentParser(prog="smetric", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (register, _run) in _COMMANDS.items():
         register(sub.add_parser(name))
@@ -34,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``smetric`` console script."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    return int(_COMMANDS[args.command][1](args) or 0)
+    try:
+        return int(_COMMANDS[args.command][1](args) or 0)
+    except BrokenPipeError:  # output piped into `head` and friends: stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
