@@ -33,6 +33,6 @@ def save_figure(fig, data: pd.DataFrame, stem: str, outdir: str | Path | None = 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.pdf", out / f"{stem}.csv"]
     fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})  # reproducible bytes
     data.to_csv(paths[2], index=False)
     return paths

@@ -106,6 +106,7 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
 
     ``params`` and any ``param_*`` keywords (``param_hit_ratio=0.7`` → ``hit_ratio``) are policy
     parameters. ``warmup_frac`` of the (load-scaled) arrival span is simulated but not measured.
+    The engine's wall time is left out, so a sweep's results depend only on its inputs.
     """
     from ..cluster.simulate import simulate
 
@@ -119,7 +120,9 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     result = simulate(workload, cluster, policy, merged or None, load=load, seed=seed, progress=False)
     arrivals = result.requests["arrival"]
     since = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min())) if warmup_frac else None
-    return result.summary(since=since)
+    summary = result.summary(since=since)
+    summary.pop("wall_time_s")  # a timing, not a result: figure CSVs stay byte-identical across runs
+    return summary
 
 
 def offered_point(rpm_per_instance: float, policy: str, *, testbed: str = "30b", n_instances: int | None = None,
