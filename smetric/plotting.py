@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["figures_dir", "save_figure", "set_style"]
+__all__ = ["figures_dir", "legend_below", "save_figure", "set_style"]
 
 
 def figures_dir() -> Path:
@@ -25,6 +25,14 @@ def set_style() -> None:
     import seaborn as sns
 
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
+
+
+def legend_below(fig, ax, bottom: float) -> None:
+    """Move ``ax``'s legend to one row under the whole figure, leaving ``bottom`` (figure fraction) for it."""
+    handles, labels = ax.get_legend_handles_labels()
+    ax.get_legend().remove()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
 
 
 def save_figure(fig, data: pd.DataFrame, stem: str, outdir: str | Path | None = None) -> list[Path]:

@@ -121,7 +121,7 @@ def plot_no_global_tier(frame: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..plotting import set_style
+    from ..plotting import legend_below, set_style
 
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
@@ -133,10 +133,7 @@ def plot_no_global_tier(frame: pd.DataFrame):
     sns.lineplot(data, y="goodput_ktps", ax=axes[1], legend=False, **kw)
     axes[1].set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
                 title="TPS within SLO without a global tier\n(paper: LMetric -36 % vs BAILIAN)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    axes[0].get_legend().remove()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    legend_below(fig, axes[0], bottom=0.07)
     return fig
 
 

@@ -66,7 +66,7 @@ def plot_workload_characterization(frame: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..plotting import set_style
+    from ..plotting import legend_below, set_style
 
     set_style()
     order = list(dict.fromkeys(frame["trace"]))
@@ -94,10 +94,7 @@ def plot_workload_characterization(frame: pd.DataFrame):
     axes[3].axhline(0.8, color="0.3", ls=":", lw=1)
     axes[3].set(xlabel="top share of sessions (by tokens)", ylabel="share of all tokens", xlim=(0, 1), ylim=(0, 1),
                 title="Session skew (F5):\ntop 25 % carry > 80 %")
-    handles, labels = axes[0].get_legend_handles_labels()
-    axes[0].get_legend().remove()
-    fig.legend(handles, labels, loc="lower center", ncol=len(order), frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    legend_below(fig, axes[0], bottom=0.04)
     return fig
 
 
