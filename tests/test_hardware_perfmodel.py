@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smetric.hardware.efficiency import Efficiency
-from smetric.hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
+from smetric.hardware.gpus import get_gpu
+from smetric.hardware.kernel import (C_ATTN_DECODE, C_ATTN_PREFILL, C_LIN_MEM, C_LIN_PER_TOKEN, iteration_time_nb,
+                                     prefill_attn_work, prefill_time_nb)
 from smetric.hardware.perfmodel import ContextRangeWarning, PerfModel
 
 CONFIGS = [("llama-3-8b", "a100", 1), ("llama-3-70b", "h100", 4), ("qwen3-235b-a22b", "h20", 8),
@@ -143,3 +145,46 @@ def test_l_eq_and_prefill_rate_are_sane():
     # tokens/s below the compute roofline, above a tenth of it
     roof = pm.gpu.bf16_flops / (2 * pm.model.active_layer_params)
     assert roof / 10 < pm.prefill_rate() < roof
+
+
+# ---------------------------------------------------------------- FP8 weights and KV cache
+def test_fp8_weights_halve_the_linear_layer_bytes_and_keep_the_rest_bf16():
+    m = PerfModel("qwen3-30b-a3b", "h20").model
+    fp8 = PerfModel("qwen3-30b-a3b", "h20", weight_dtype="fp8")
+    router = m.mlp_params - m.expert_params
+    bf16_rest = m.layers * (m.norm_params + router) + m.embedding_params
+    assert fp8.weight_bytes_per_gpu == (m.weight_bytes - 2 * bf16_rest) / 2 + 2 * bf16_rest
+    dense = PerfModel("llama-3-8b", "h100", 2, weight_dtype="fp8")
+    assert dense.weight_bytes_per_gpu == pytest.approx(
+        (dense.model.weight_bytes / 2 + dense.model.layers * dense.model.norm_params + dense.model.embedding_params) / 2)
+    # more HBM left for KV, and the weight-streaming (bs=1 decode) step is faster
+    assert fp8.kv_capacity_tokens() > PerfModel("qwen3-30b-a3b", "h20").kv_capacity_tokens()
+    assert fp8.decode_time([1000]) < PerfModel("qwen3-30b-a3b", "h20").decode_time([1000])
+
+
+def test_fp8_gemms_use_the_fp8_peak_only_where_the_gpu_has_fp8_tensor_cores():
+    for gpu in ("h20", "h100", "a100"):  # A100: weight-only W8A16 at the bf16 peak
+        g = get_gpu(gpu)
+        ratio = g.bf16_flops / g.fp8_flops if g.has_fp8 else 1.0
+        bf16, fp8 = PerfModel("llama-3-8b", gpu).coefficients(), PerfModel("llama-3-8b", gpu, weight_dtype="fp8").coefficients()
+        assert fp8[C_LIN_PER_TOKEN] == pytest.approx(ratio * bf16[C_LIN_PER_TOKEN])
+        assert fp8[C_LIN_MEM] < 0.6 * bf16[C_LIN_MEM]
+        assert fp8[C_ATTN_PREFILL] == bf16[C_ATTN_PREFILL] and fp8[C_ATTN_DECODE] == bf16[C_ATTN_DECODE]
+    assert get_gpu("h20").fp8_flops == 2 * get_gpu("h20").bf16_flops and not get_gpu("a100").has_fp8
+
+
+def test_fp8_kv_halves_kv_bytes_capacity_reads_and_transfers():
+    bf16, fp8 = PerfModel("qwen3-30b-a3b", "h20"), PerfModel("qwen3-30b-a3b", "h20", kv_dtype="fp8")
+    assert fp8.kv_bytes_per_token * 2 == bf16.kv_bytes_per_token == bf16.model.kv_bytes_per_token
+    free = bf16.gpu.mem_bytes * 0.9 - bf16.weight_bytes_per_gpu - bf16.activation_reserve_bytes
+    assert fp8.kv_capacity_tokens() == int(free // fp8.kv_bytes_per_token_per_gpu)
+    assert fp8.coefficients()[C_ATTN_DECODE] == pytest.approx(bf16.coefficients()[C_ATTN_DECODE] / 2)
+    assert fp8.kv_transfer_time(4096, 25e9) == pytest.approx(bf16.kv_transfer_time(4096, 25e9) / 2)
+    assert fp8.prefill_time(2048) == bf16.prefill_time(2048)  # attention compute stays bf16
+
+
+def test_unknown_dtype_fails_loudly():
+    with pytest.raises(ValueError, match="weight_dtype must be one of"):
+        PerfModel("llama-3-8b", "h100", weight_dtype="int4")
+    with pytest.raises(ValueError, match="kv_dtype must be one of"):
+        PerfModel("llama-3-8b", "h100", kv_dtype="fp16")

@@ -4,8 +4,10 @@
 
 * A100: linear layers from Vidur's ``mlp.csv`` (Llama-2-7B, Llama-3-8B, Llama-3-70B, TP 1-8),
   attention from Vidur's A100 FlashAttention grid;
-* H100: linear layers from Vidur (Llama-2-7B, TP 1-8); attention borrowed from the A100 fit (same
-  Vidur/Sarathi stack; no H100 attention data exists in the profiles);
+* H100: linear layers from Vidur (Llama-2-7B, TP 1-8); prefill attention (``HOPPER_FIELDS``) from
+  published FlashAttention-3 benchmarks (``data/perf/hopper_attention.csv``); decode attention still
+  borrowed from the A100 fit (no usable Hopper decode-kernel grid; the CSV's decode rows are a check);
+* H20: everything from the H100 fit except ``eta_attn``, fitted to its own FlashAttention-3 points;
 * RTX PRO 6000: linear layers and attention from LLMServingSim (vLLM 0.19, Llama-3.1-8B, Qwen3-32B).
 
 Fits minimise the squared log-ratio of predicted to measured time with every (model, TP) group
@@ -31,7 +33,7 @@ from .kernel import prefill_attn_work
 from .models import get_model
 from .perfmodel import PerfModel
 
-__all__ = ["LINEAR_FIELDS", "ATTENTION_FIELDS", "predict", "fit_fields", "fit_all", "mape_table",
+__all__ = ["LINEAR_FIELDS", "ATTENTION_FIELDS", "HOPPER_FIELDS", "predict", "fit_fields", "fit_all", "mape_table",
            "linear_mape_table", "attention_mape_table", "leave_one_model_out", "distserve_efficiencies",
            "distserve_table",
            "roofline_sanity", "MIN_TOKENS"]
@@ -63,6 +65,11 @@ _PLAN = {
 }
 _ATTENTION_FROM = {"h100": "a100"}  # GPUs whose attention fields come from another GPU's fit (same stack)
 
+# Hopper prefill attention from the FlashAttention-3 benchmarks: gpu -> (fields fitted, GPU whose fit it starts
+# from). The H20 has two points at one sequence length, so only its efficiency is fitted.
+HOPPER_FIELDS = ("eta_attn", "attn_token_s")
+_HOPPER_PLAN = {"h100": (HOPPER_FIELDS, "h100"), "h20": (("eta_attn",), "h100")}
+
 _GROUP = ["gpu", "model", "tp"]
 
 
@@ -85,15 +92,18 @@ def predict(frame: pd.DataFrame, efficiencies: dict[str, Efficiency]) -> np.ndar
     part = _part(frame)
     out = np.empty(len(frame))
     for (gpu, model, tp), idx in frame.groupby(_GROUP, sort=False).indices.items():
-        pm = PerfModel(model, gpu, int(tp), efficiency=efficiencies[gpu])
+        pm = PerfModel(profiles.model_spec(model), gpu, int(tp), efficiency=efficiencies[gpu])
         rows = frame.iloc[idx]
         if part == "linear":
             out[idx] = pm.breakdown(rows["n_tokens"].to_numpy(float))["linear"] / pm.model.layers
             continue
         chunk, cached = rows["chunk"].to_numpy(float), rows["cached"].to_numpy(float)
         n_decode = rows["n_decode"].to_numpy(float)
-        parts = pm.breakdown(chunk + n_decode, prefill_attn_work(chunk, cached), rows["decode_ctx"].to_numpy(float),
-                             n_decode)
+        n_prefill = np.where(chunk > 0, 1.0, 0.0)  # prompts per row: one unless the row says (kernel benchmarks)
+        if "n_prefill" in rows:
+            n_prefill = np.where(rows["n_prefill"].isna(), n_prefill, rows["n_prefill"].to_numpy(float))
+        parts = pm.breakdown(n_prefill * chunk + n_decode, n_prefill * prefill_attn_work(chunk, cached),
+                             rows["decode_ctx"].to_numpy(float), n_decode)
         out[idx] = parts["attention"] / pm.model.layers if part == "attention" else sum(parts.values())
     return out
 
@@ -141,6 +151,13 @@ def fit_all(write: bool = True, path: str | Path | None = None) -> dict[str, Eff
     for gpu, donor in _ATTENTION_FROM.items():
         borrowed = {f: getattr(fitted[donor], f) for f in ATTENTION_FIELDS}
         fitted[gpu] = replace(fitted[gpu], **borrowed, source=fitted[gpu].source + f"; attention from {donor}")
+    hopper = hopper_fit_rows()
+    for gpu, (fields, base) in _HOPPER_PLAN.items():
+        frame = hopper[hopper["gpu"] == gpu]
+        eff = fit_fields(frame, gpu, fields, fitted[base])
+        note = f"{', '.join(fields)}: hopper-attention ({len(frame)} FlashAttention-3 points)"
+        fitted[gpu] = replace(eff, source=(f"{fitted[base].source}; {note}" if base == gpu else
+                                           f"fit: {note}; everything else from {base} ({fitted[base].source})"))
     if write:
         out = Path(path) if path is not None else efficiency_path()
         payload = {
@@ -157,6 +174,12 @@ def _with_predictions(frame: pd.DataFrame, efficiencies: dict[str, Efficiency]) 
     frame["predicted_s"] = predict(frame, efficiencies)
     frame["ape"] = (frame["predicted_s"] / frame["measured_s"] - 1.0).abs()
     return frame
+
+
+def hopper_fit_rows() -> pd.DataFrame:
+    """The rows of ``data/perf/hopper_attention.csv`` that the Hopper prefill-attention fit uses."""
+    frame = profiles.hopper_attention()
+    return frame[frame["use"] == "fit"].reset_index(drop=True)
 
 
 def mape_table(frame: pd.DataFrame, by=("dataset", "gpu", "model", "tp")) -> pd.DataFrame:
@@ -179,9 +202,13 @@ def _attention_kind(frame: pd.DataFrame) -> pd.Series:
 
 
 def attention_mape_table(efficiencies: dict[str, Efficiency] | None = None) -> pd.DataFrame:
-    """Attention MAPE per grid (``kind = all``) and per batch kind (prefill / decode / mixed)."""
+    """Attention MAPE per grid (``kind = all``) and per batch kind (prefill / decode / mixed).
+
+    The ``hopper-attention`` decode rows are a check of the decode efficiency H100 borrows from the
+    A100, not fitted."""
     efficiencies = efficiencies or load_efficiencies()
-    frame = _with_predictions(profiles.all_attention(), efficiencies)
+    frame = pd.concat([profiles.all_attention(), profiles.hopper_attention().drop(columns="use")], ignore_index=True)
+    frame = _with_predictions(frame, efficiencies)
     overall = mape_table(frame).assign(kind="all")
     per_kind = mape_table(frame.assign(kind=_attention_kind(frame)), by=("dataset", "gpu", "model", "tp", "kind"))
     return pd.concat([overall, per_kind], ignore_index=True)

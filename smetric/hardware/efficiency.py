@@ -95,10 +95,10 @@ class Efficiency:
 NOMINAL = Efficiency()
 
 # GPUs without measurements -> the measured GPU whose efficiencies they borrow (see README of data/perf).
+# The H20 has its own entry: its prefill-attention efficiency is fitted, the rest comes from the H100 fit.
 TRANSFERRED_FROM: dict[str, str] = {
     "h800": "h100",          # same GH100 die and HBM3 as H100 SXM; only NVLink is narrower (a spec input)
     "h200": "h100",          # same GH100 die, HBM3e: same kernels, more bandwidth (a spec input)
-    "h20": "h100",           # Hopper with fewer SMs: same kernels and memory system generation
     "l20": "rtx-pro-6000",   # PCIe GDDR part without NVLink, like the RTX PRO 6000 (closest memory system)
 }
 

@@ -26,6 +26,8 @@ class GPUSpec:
         mem_bw: device memory bandwidth (bytes/s).
         nvlink_bw: NVLink bandwidth per direction per GPU (bytes/s); 0 for PCIe-only parts.
         host_link_bw: GPU <-> host link bandwidth per direction (bytes/s), nominal PCIe.
+        fp8_flops: dense FP8 tensor-core FLOP/s; 0 for parts without FP8 tensor cores (A100), where FP8
+            weights run weight-only (W8A16) at the bf16 peak, as vLLM's FP8 Marlin path does.
     """
 
     name: str
@@ -35,18 +37,25 @@ class GPUSpec:
     mem_bw: float
     nvlink_bw: float
     host_link_bw: float
+    fp8_flops: float = 0.0
 
     def __post_init__(self) -> None:
         for field_name in ("bf16_flops", "mem_bytes", "mem_bw", "host_link_bw"):
             if not getattr(self, field_name) > 0:
                 raise ValueError(f"GPUSpec {self.name!r}: {field_name} must be > 0, got {getattr(self, field_name)}")
-        if self.nvlink_bw < 0:
-            raise ValueError(f"GPUSpec {self.name!r}: nvlink_bw must be >= 0, got {self.nvlink_bw}")
+        for field_name in ("nvlink_bw", "fp8_flops"):
+            if getattr(self, field_name) < 0:
+                raise ValueError(f"GPUSpec {self.name!r}: {field_name} must be >= 0, got {getattr(self, field_name)}")
 
     @property
     def tp_link_bw(self) -> float:
         """Bandwidth used by tensor-parallel all-reduce: NVLink if present, else the PCIe host link."""
         return self.nvlink_bw if self.nvlink_bw > 0 else self.host_link_bw
+
+    @property
+    def has_fp8(self) -> bool:
+        """True if the GPU has FP8 tensor cores (W8A8 GEMMs at :attr:`fp8_flops`)."""
+        return self.fp8_flops > 0
 
     @property
     def ridge_tokens(self) -> float:
@@ -57,15 +66,18 @@ class GPUSpec:
 _PCIE4 = 31.5e9
 _PCIE5 = 63e9
 
+# FP8 dense peaks: perfmodel.md section 3.3 (H100/H800/H200 1979, H20 296, L20 ~239 TFLOPS; A100 has no
+# FP8 tensor cores: vLLM runs FP8 checkpoints there weight-only via FP8 Marlin, vLLM docs "FP8 W8A8").
 GPUS: dict[str, GPUSpec] = {g.name: g for g in (
     GPUSpec("a100", "A100-80G SXM", 312e12, 80 * _GIB, 2.039e12, 300e9, _PCIE4),
-    GPUSpec("h100", "H100-80G SXM", 989e12, 80 * _GIB, 3.35e12, 450e9, _PCIE5),
-    GPUSpec("h800", "H800-80G SXM", 989e12, 80 * _GIB, 3.35e12, 200e9, _PCIE5),
-    GPUSpec("h20", "H20-96G", 148e12, 96 * _GIB, 4.0e12, 450e9, _PCIE5),
-    GPUSpec("h200", "H200-141G SXM", 989e12, 141 * _GIB, 4.8e12, 450e9, _PCIE5),
-    GPUSpec("l20", "L20-48G", 119.5e12, 48 * _GIB, 864e9, 0.0, _PCIE4),
+    GPUSpec("h100", "H100-80G SXM", 989e12, 80 * _GIB, 3.35e12, 450e9, _PCIE5, 1979e12),
+    GPUSpec("h800", "H800-80G SXM", 989e12, 80 * _GIB, 3.35e12, 200e9, _PCIE5, 1979e12),
+    GPUSpec("h20", "H20-96G", 148e12, 96 * _GIB, 4.0e12, 450e9, _PCIE5, 296e12),
+    GPUSpec("h200", "H200-141G SXM", 989e12, 141 * _GIB, 4.8e12, 450e9, _PCIE5, 1979e12),
+    GPUSpec("l20", "L20-48G", 119.5e12, 48 * _GIB, 864e9, 0.0, _PCIE4, 239e12),
     # bf16 dense tensor throughput of the RTX PRO 6000 Blackwell Server Edition: ~500 TFLOPS [mem];
-    # bandwidth from LLMServingSim's config (1.597 TB/s).
+    # bandwidth from LLMServingSim's config (1.597 TB/s). Its FP8 peak has no source here: FP8 weights
+    # are timed at the bf16 peak (a conservative assumption).
     GPUSpec("rtx-pro-6000", "RTX PRO 6000 Blackwell Server", 503.8e12, 96 * _GIB, 1.597e12, 0.0, _PCIE5),
 )}
 

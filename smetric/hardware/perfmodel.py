@@ -12,6 +12,14 @@ Physics (per iteration, per TP group; ``shared/reference/perfmodel.md`` section 
 * LM head: its weights once per iteration, one GEMM row per sampling (decode) sequence;
 * a fixed per-iteration CPU overhead.
 
+Precision (``weight_dtype``, ``kv_dtype``; :data:`DTYPES`): ``fp8`` weights store the linear layers'
+matrices (attention projections, MLP and experts) in one byte -- embeddings, LM head, norms and the MoE
+router stay bf16, as in vLLM's FP8 quantisation -- and run their GEMMs at the GPU's FP8 peak where it has
+FP8 tensor cores (W8A8), else at the bf16 peak (weight-only W8A16, vLLM's FP8 Marlin path), at the same
+fraction of peak as bf16 (an assumption: no FP8 GEMM profile here). ``fp8`` KV halves the KV bytes per
+token: HBM capacity, decode KV reads and transfer bytes (vLLM ``kv_cache_dtype=fp8``); attention compute
+stays at the bf16 rate. Sources: ``data/perf/README.md``.
+
 Efficiencies come from :mod:`smetric.hardware.efficiency` (calibrated per GPU). The Python methods
 evaluate these terms directly; :meth:`PerfModel.coefficients` folds them into the vector consumed by
 the numba kernel (:mod:`smetric.hardware.kernel`), which returns the same numbers.
@@ -37,10 +45,13 @@ from .kernel import (
 )
 from .models import BYTES_BF16, ModelSpec, get_model
 
-__all__ = ["PerfModel", "ContextRangeWarning", "CUDA_CONTEXT_BYTES"]
+__all__ = ["PerfModel", "ContextRangeWarning", "CUDA_CONTEXT_BYTES", "DTYPES"]
 
 # Per-GPU memory outside weights, KV and activations: CUDA context, CUDA graphs, NCCL buffers [mem].
 CUDA_CONTEXT_BYTES = 1 * 2**30
+
+# Storage precisions of weights and KV cache -> bytes per element.
+DTYPES = {"bf16": 2, "fp8": 1}
 
 
 class ContextRangeWarning(UserWarning):
@@ -63,6 +74,8 @@ class PerfModel:
         tp: tensor-parallel degree.
         efficiency: achieved-vs-peak parameters; ``None`` = the calibrated ones for ``gpu``.
         max_batched_tokens: token budget of an iteration; sizes the activation memory reserve.
+        weight_dtype: ``bf16`` or ``fp8`` storage (and GEMM precision) of the linear layers' weights.
+        kv_dtype: ``bf16`` or ``fp8`` storage of the KV cache.
     """
 
     model: ModelSpec | str
@@ -70,6 +83,8 @@ class PerfModel:
     tp: int = 1
     efficiency: Efficiency | None = None
     max_batched_tokens: int = 8192
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
     _terms: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,23 +102,34 @@ class PerfModel:
             raise ValueError(f"tp={tp} neither divides nor is a multiple of the {model.kv_heads} KV heads of {model.name}")
         if self.max_batched_tokens < 1:
             raise ValueError(f"max_batched_tokens must be >= 1, got {self.max_batched_tokens}")
+        for name in ("weight_dtype", "kv_dtype"):
+            if getattr(self, name) not in DTYPES:
+                raise ValueError(f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
         object.__setattr__(self, "_terms", self._fold_terms())
 
     # ---------------------------------------------------------------- sizes
     @property
     def kv_bytes_per_token(self) -> int:
-        """KV bytes of one token of context for the whole model (all layers, K and V, bf16)."""
-        return self.model.kv_bytes_per_token
+        """KV bytes of one token of context for the whole model (all layers, K and V, in ``kv_dtype``)."""
+        return self.model.kv_bytes_per_token * DTYPES[self.kv_dtype] // BYTES_BF16
 
     @property
     def kv_bytes_per_token_per_gpu(self) -> float:
         """KV bytes one token occupies on each GPU (KV heads split by TP, replicated beyond them)."""
-        return self.model.kv_bytes_per_token * max(1.0 / self.tp, 1.0 / self.model.kv_heads)
+        return self.kv_bytes_per_token * max(1.0 / self.tp, 1.0 / self.model.kv_heads)
+
+    def _layer_weight_bytes(self) -> tuple[float, float]:
+        """Bytes of one layer's dense weights (attention, norms, dense MLP or MoE router) and of its routed experts."""
+        m, wb = self.model, DTYPES[self.weight_dtype]
+        mlp_rest = m.mlp_params - m.expert_params  # the whole MLP of a dense model, the router of an MoE one
+        dense = m.attn_params * wb + m.norm_params * BYTES_BF16 + mlp_rest * (BYTES_BF16 if m.is_moe else wb)
+        return float(dense), float(m.expert_params * wb)
 
     @property
     def weight_bytes_per_gpu(self) -> float:
-        """bf16 weight bytes held by each GPU (weights split evenly by TP)."""
-        return self.model.weight_bytes / self.tp
+        """Weight bytes held by each GPU (``weight_dtype`` linear layers, bf16 rest; split evenly by TP)."""
+        dense, experts = self._layer_weight_bytes()
+        return (self.model.layers * (dense + experts) + self.model.embedding_params * BYTES_BF16) / self.tp
 
     @property
     def activation_reserve_bytes(self) -> float:
@@ -146,16 +172,17 @@ class PerfModel:
         """Per-iteration coefficients of every term (all layers, one TP group)."""
         m, g, e, tp = self.model, self.gpu, self.efficiency, self.tp
         L = m.layers
-        dense_layer = m.attn_params + m.norm_params + (m.mlp_params - m.expert_params)
+        dense_bytes, expert_bytes = self._layer_weight_bytes()
         inter = m.ffn if not m.is_moe else m.active_experts * m.expert_ffn
         stream = e.eta_weights * g.mem_bw
         peak = e.eta_compute * g.bf16_flops
+        gemm_peak = e.eta_compute * g.fp8_flops if self.weight_dtype == "fp8" and g.has_fp8 else peak
         allreduce_bytes = 2 * (tp - 1) / tp * m.hidden * BYTES_BF16  # ring, per token per all-reduce
         return {
-            "lin_mem": L * dense_layer * BYTES_BF16 / tp / stream,
-            "moe_mem": L * m.expert_params * BYTES_BF16 / tp / stream,
+            "lin_mem": L * dense_bytes / tp / stream,
+            "moe_mem": L * expert_bytes / tp / stream,
             "moe_frac": m.active_experts / m.experts if m.is_moe else 0.0,
-            "lin_per_token": 2.0 * m.active_layer_params / tp / peak,
+            "lin_per_token": 2.0 * m.active_layer_params / tp / gemm_peak,
             "ramp_tokens": e.ramp_tokens,
             "sharpness": e.roof_sharpness,
             "elem_per_token": L * (e.elem_bytes_hidden * m.hidden + e.elem_bytes_ffn * inter / tp) / g.mem_bw,

@@ -13,11 +13,15 @@ shard for the operator profiles, and per iteration for DistServe's fitted latenc
   prefill chunk with ``n_decode`` sequences.
 * ``distserve`` / ``distserve-vllm``: DistServe's A100 latency models for OPT-13B/66B, evaluated on
   a grid inside their fitted range (prefill of one prompt; decode of a batch at one context length).
+* ``hopper-attention``: published FlashAttention-3 kernel benchmarks on H100 and H20
+  (``data/perf/hopper_attention.csv``, one source per row): ``n_prefill`` equal prompts per kernel call,
+  or a decode batch. Their "model" is the benchmark shape (:func:`model_spec`), one layer.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,9 +29,11 @@ import numpy as np
 import pandas as pd
 
 from .efficiency import perf_data_dir
+from .models import ModelSpec, get_model
 
 __all__ = ["profiles_dir", "vidur_linear", "vidur_attention", "lss_linear", "lss_attention",
-           "distserve_iterations", "all_linear", "all_attention"]
+           "distserve_iterations", "all_linear", "all_attention", "hopper_attention", "hopper_attention_path",
+           "kernel_shape_name", "model_spec"]
 
 _VIDUR_MODELS = {"Llama-2-7b-hf": "llama-2-7b", "Meta-Llama-3-8B": "llama-3-8b", "Meta-Llama-3-70B": "llama-3-70b"}
 _VIDUR_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm",
@@ -161,3 +167,59 @@ def all_linear() -> pd.DataFrame:
 def all_attention() -> pd.DataFrame:
     """Every attention grid (Vidur legacy A100 and LLMServingSim RTX PRO 6000)."""
     return pd.concat([vidur_attention(), lss_attention()], ignore_index=True)
+
+
+def kernel_shape_name(heads: int, kv_heads: int, head_dim: int) -> str:
+    """Name of an attention-kernel benchmark shape (``attn-h16-kv16-d128``), resolved by :func:`model_spec`."""
+    return f"attn-h{int(heads)}-kv{int(kv_heads)}-d{int(head_dim)}"
+
+
+def model_spec(name: str) -> ModelSpec:
+    """A served model by name, or the one-layer attention shape of a kernel benchmark (:func:`kernel_shape_name`).
+
+    Only the attention terms of a kernel shape are meaningful (its MLP and vocabulary are placeholders).
+    """
+    if not name.startswith("attn-"):
+        return get_model(name)
+    match = re.fullmatch(r"attn-h(\d+)-kv(\d+)-d(\d+)", name)
+    if match is None:
+        raise ValueError(f"kernel shape names look like attn-h16-kv16-d128, got {name!r}")
+    heads, kv_heads, head_dim = (int(x) for x in match.groups())
+    return ModelSpec(name, "attention kernel benchmark shape", 1, heads * head_dim, heads, kv_heads, head_dim,
+                     1, 1, 1 << 20)
+
+
+def hopper_attention_path() -> Path:
+    """``data/perf/hopper_attention.csv``: the Hopper attention measurements with their sources."""
+    return perf_data_dir() / "hopper_attention.csv"
+
+
+@lru_cache(maxsize=None)
+def hopper_attention() -> pd.DataFrame:
+    """Published FlashAttention-3 forward benchmarks on H100 and H20 (``use`` = ``fit`` or ``check``).
+
+    Prefill rows time ``batch`` prompts of ``seqlen`` tokens in one call: causal as a chunk over no
+    cached prefix (``c^2/2`` work), non-causal as a chunk over half its length cached (``c^2`` work,
+    the FLOP count of a full square). The time is the reported one, else the FLOPs of that
+    convention (``4 * batch * seqlen^2 * heads * head_dim``, halved when causal) over the reported TFLOPS.
+    Decode rows are ``batch`` sequences reading ``seqlen`` tokens of KV each.
+    """
+    raw = pd.read_csv(hopper_attention_path())
+    bad = set(raw["phase"]) - {"prefill", "decode"} | set(raw["use"]) - {"fit", "check"}
+    if bad or raw["source_repo"].isna().any() or raw["source_ref"].isna().any():
+        raise ValueError(f"{hopper_attention_path()}: every row needs phase, use and a source (bad: {sorted(bad)})")
+    prefill = (raw["phase"] == "prefill").to_numpy()
+    causal = raw["causal"].astype(bool).to_numpy()
+    batch, seqlen = raw["batch"].to_numpy(float), raw["seqlen"].to_numpy(float)
+    flops = 4.0 * batch * seqlen**2 * raw["heads"].to_numpy(float) * raw["head_dim"].to_numpy(float)
+    flops = np.where(causal, flops / 2, flops)
+    seconds = np.where(raw["reported_ms"].notna(), raw["reported_ms"] * 1e-3, flops / (raw["reported_tflops"] * 1e12))
+    frame = _timing_frame("hopper-attention", raw["gpu"], [kernel_shape_name(*row) for row in
+                                                         raw[["heads", "kv_heads", "head_dim"]].to_numpy()], 1,
+                          np.where(prefill, seqlen, 0.0), np.where(prefill & ~causal, seqlen / 2, 0.0),
+                          np.where(prefill, 0.0, batch), np.where(prefill, 0.0, batch * seqlen), seconds)
+    frame["n_prefill"] = np.where(prefill, batch, 0.0)
+    frame["use"] = raw["use"].to_numpy()
+    if not np.isfinite(frame["measured_s"]).all() or (frame["measured_s"] <= 0).any():
+        raise ValueError(f"{hopper_attention_path()}: every row needs reported_ms or reported_tflops > 0")
+    return frame
