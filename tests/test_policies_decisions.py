@@ -488,3 +488,88 @@ def test_mooncake_ties_are_random():
     v = view(n=3, hbm=[500, 500, 0])     # instances 0 and 1 tie on the best estimate
     mc = Router("mooncake")
     assert [mc(v, request(1000), u=u) for u in (0.2, 0.8)] == [0, 1]
+
+
+# ------------------------------------------------------------------ deployed-router options (issue 11 item 4)
+def test_lmetric_router_view_credits_where_the_prompt_was_sent_not_engine_hits():
+    blocks = np.arange(63, dtype=np.int64)  # a 1000-token prompt in 16-token blocks
+    for cache_view in ("engine", "router"):
+        lm = Router("lmetric", cache_view=cache_view)
+        assert lm(view(), request(1000), blocks) == 0  # idle: all scores 1000 x 1, ties to the lowest index
+        # instance 0 now has 300 queued tokens and one request: engine view (no hits reported) scores it
+        # (300 + 1000) x 2 = 2600 > 1000; the router remembers the prompt there: (300 + 0) x 2 = 600 < 1000
+        busy = view(queued=[300, 0, 0, 0], waiting=[1, 0, 0, 0])
+        assert lm(busy, request(1000), blocks) == (0 if cache_view == "router" else 1)
+    # the router view ignores an engine hit it did not cause (it never routed there): scores tie, lowest index
+    assert Router("lmetric", cache_view="router")(view(hbm=[0, 0, 1000, 0]), request(1000), blocks) == 0
+    assert Router("lmetric")(view(hbm=[0, 0, 1000, 0]), request(1000), blocks) == 2
+
+
+def test_lmetric_router_index_forgets_after_its_ttl():
+    blocks = np.arange(63, dtype=np.int64)
+    lm = Router("lmetric", cache_view="router", index_ttl=10.0)
+    assert lm(view(), request(1000, now=0.0), blocks) == 0
+    busy = view(queued=[300, 0, 0, 0], waiting=[1, 0, 0, 0])
+    assert lm(busy, request(1000, now=5.0), blocks) == 0    # remembered (and refreshed at 5 s)
+    assert lm(busy, request(1000, now=16.0), blocks) == 1   # 11 s since: forgotten, 1300 x 2 > 1000
+
+
+def test_smetric_router_view_sticks_to_where_the_session_was_sent():
+    first, follow = np.arange(63, dtype=np.int64), np.arange(94, dtype=np.int64)  # 1000 then 1500 tokens
+    for cache_view, expect in (("engine", 1), ("router", 0)):
+        sm = Router("smetric", cache_view=cache_view)
+        assert sm(view(), request(1000, turn=0), first) == 0   # balance tie, round-robin pointer -> 1
+        # the engine reports no hit (say the KV was evicted): the engine view balances (pointer: 1); the
+        # router still matches 63 blocks = 1008 tokens on 0 >= 0.5 x 1000 history, load 492 new tokens
+        # (569 attention-tokens) <= 10000 tok/s x 1.09 s: stick
+        assert sm(view(), request(1500, turn=1, history=1000), follow) == expect
+
+
+def _drain_run(router, k_max):
+    """Follow-ups fully cached on instance 0 (cost 0); instance 0 drains 2000 attention-tokens per 0.1 s,
+    instance 1 holds 5000 - 500 k. Returns the choices at arrivals k = 0..k_max (t = 0.1 k)."""
+    out = []
+    for k in range(k_max + 1):
+        v = view(n=2, hbm=[1000, 0], queued_attn=[30000 - 2000 * k, 5000 - 500 * k])
+        out.append(router(v, request(1000, turn=1, history=1000, now=0.1 * k)))
+    return out
+
+
+def test_smetric_online_rate_is_measured_per_instance_from_the_queue_drain():
+    # fixed rate 10000/s: budget 10000 x 1.0625 = 10625 < instance 0's queue (>= 12000), and instance 1 meets
+    # it (<= 5000 + 1062.5), so every follow-up migrates to 1 (balance: 1062.5 + queue < queue of 0)
+    assert _drain_run(Router("smetric"), 9) == [1] * 10
+    # online: instance 0's samples are (q_prev - q_now) / 0.1 s = 20000/s from k = 1; with 8 of them (k = 8)
+    # its budget is 20000 x 1.0625 = 21250 >= 14000: stick. Before, the fixed constant applies.
+    assert _drain_run(Router("smetric", rate="online"), 9) == [1] * 8 + [0, 0]
+    assert _drain_run(Router("smetric", rate="online", rate_min_samples=9), 9) == [1] * 9 + [0]
+    # a quantile below the sample values changes nothing here (all samples equal 20000/s)
+    assert _drain_run(Router("smetric", rate="online", rate_quantile=0.1), 9) == [1] * 8 + [0, 0]
+
+
+def test_smetric_online_rate_skips_intervals_where_the_queue_emptied():
+    sm = Router("smetric", rate="online", rate_min_samples=1)
+    # instance 0's queue goes 2000 -> 0 in 0.1 s: it may have idled, so no 20000/s sample is taken; the next
+    # arrival's 12000 is new work (negative drain): still no sample, the fixed budget 10625 < 12000 applies
+    choices = [sm(view(n=2, hbm=[1000, 0], queued_attn=[q, 2000]), request(1000, turn=1, history=1000, now=0.1 * k))
+               for k, q in enumerate([2000, 0, 12000])]
+    assert choices == [0, 0, 1]
+    # a busy interval instead (14000 -> 12000: the queue never emptied) gives a sample
+    sm = Router("smetric", rate="online", rate_min_samples=1)
+    choices = [sm(view(n=2, hbm=[1000, 0], queued_attn=[q, 2000]), request(1000, turn=1, history=1000, now=0.1 * k))
+               for k, q in enumerate([14000, 12000])]
+    assert choices == [1, 0]  # k = 1: one sample of 20000/s -> budget 21250 >= 12000
+
+
+@pytest.mark.parametrize("name, overrides, message", [
+    ("smetric", {"rate_quantile": 0.0}, "rate_quantile"),
+    ("smetric", {"rate_min_samples": 65}, "rate_min_samples"),
+    ("smetric", {"rate_min_samples": 2.5}, "rate_min_samples"),
+    ("smetric", {"index_ttl": -1}, "index_ttl"),
+    ("smetric", {"rate": "ewma"}, "rate must be one of"),
+    ("lmetric", {"index_ttl": -5}, "index_ttl"),
+    ("lmetric", {"cache_view": "tree"}, "cache_view must be one of"),
+])
+def test_deployed_router_options_are_validated(name, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        get(name).build(CTX, overrides)

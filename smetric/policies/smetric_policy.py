@@ -2,7 +2,7 @@
 
 * Turn 0 (a new session) -> pure load balance: argmin of ``load(i) * (in_flight(i) + 1)`` with
   ``load(i)`` = queued prefill cost + this request's prefill cost on ``i`` (hits of every tier
-  count, so the balance is still KV-aware). Ties rotate round-robin (pointer in ``state[0]``).
+  count, so the balance is still KV-aware). Ties rotate round-robin (a pointer after the router index in ``state``).
 * Turn > 0 -> ``prev`` = the instance with the longest *local* hit (HBM + host DRAM; ties by the
   balance score). Stay there unless
   (a) the hit is below ``hit_ratio`` x the history the previous turn sent (the session's KV was
@@ -15,10 +15,22 @@
 Cost models: ``attention`` -- ``n + n (L - n/2) / l_eq`` per request, the queue in the same units
 (view column ``V_QUEUED_ATTN``); ``tokens`` -- ``n`` and queued prefill tokens (Dynamo's load).
 
-Freshness: turn and history come from the request itself (stateless turn detection); hits,
-queued prefill and in-flight counts are exact engine state here, which a real deployment gets from
-KV events and per-step reports (the Rust reimplementation also estimates ``prefill_rate`` online
-from recent requests; here it is the cluster constant of :class:`~smetric.policies.base.PolicyContext`).
+Cache view (``cache_view``): ``engine`` (default) reads exact engine hits; ``router`` replaces them by
+the router's own index of where it sent each prompt block (:mod:`smetric.policies.router_index`; no
+eviction feedback, ``index_ttl`` seconds of memory, 0 = no expiry) -- the stick target and every cost
+use that match, and the global store is not credited (the index records where blocks were sent, not
+what the store holds).
+
+Prefill rate of the SLO guard (``rate``): ``fixed`` -- the cluster constant ``prefill_rate`` of
+:class:`~smetric.policies.base.PolicyContext`; ``online`` -- a per-instance estimate from what the
+router observes, as the Rust reimplementation measures its rate online (paper.md §3.1: 0.9 quantile of
+per-request cost/TTFT over the last 64 requests, at least 8 samples). Policies here see no TTFTs, so a
+sample is the queued prefill cost (in the cost model's units) an instance worked off between two
+arrivals while its queue stayed non-empty: ``(queue after the previous routing - queue now) / elapsed``
+(the router adds work only at arrivals, so a non-empty queue now means a busy instance throughout).
+The rate is the ``rate_quantile`` of the last :data:`RATE_WINDOW` samples, or the fixed constant until
+``rate_min_samples`` exist. Turn and history come from the request itself (stateless turn detection);
+queued prefill and in-flight counts are exact engine state here (KV events + step reports in a deployment).
 """
 
 from __future__ import annotations
@@ -26,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .base import R_HISTORY, R_INPUT_LEN, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS
+from .base import PolicyContext, R_HISTORY, R_INPUT_LEN, R_NOW, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS
+from .router_index import CACHE_VIEWS, index_insert, index_size, prefix_hits
 from .selection import argmin_rotating
 from .signals import attention_tokens, local_hit, new_tokens, reusable_hit
 from .spec import PolicySpec
@@ -35,6 +48,26 @@ PID = 3
 
 GUARDS = ("slo", "overload", "none")
 COST_MODELS = ("attention", "tokens")
+RATES = ("fixed", "online")
+RATE_WINDOW = 64  # samples kept per instance (the Rust reimplementation's window)
+_RATE_SLOTS = 4 + RATE_WINDOW  # per instance: observed flag, queue after routing, last time, sample count, ring
+
+
+def _validate(v: dict) -> None:
+    if not 0.0 < v["rate_quantile"] <= 1.0:
+        raise ValueError(f"smetric.rate_quantile must be in (0, 1], got {v['rate_quantile']}")
+    if v["rate_min_samples"] != int(v["rate_min_samples"]) or not 1 <= v["rate_min_samples"] <= RATE_WINDOW:
+        raise ValueError(f"smetric.rate_min_samples must be an integer in [1, {RATE_WINDOW}], got {v['rate_min_samples']}")
+    if v["index_ttl"] < 0:
+        raise ValueError(f"smetric.index_ttl must be >= 0 seconds (0 = no expiry), got {v['index_ttl']}")
+    for name in ("hit_ratio", "slack", "overload_factor"):
+        if v[name] < 0:
+            raise ValueError(f"smetric.{name} must be >= 0, got {v[name]}")
+
+
+def _state_size(ctx: PolicyContext) -> int:
+    """Router index, round-robin pointer, per-instance rate estimators."""
+    return index_size(ctx) + 1 + ctx.n_instances * _RATE_SLOTS
 
 SPEC = PolicySpec(
     "smetric", PID,
@@ -44,28 +77,52 @@ SPEC = PolicySpec(
     "request turn and history (stateless, from the prompt); per-instance HBM/DRAM/global hits, queued prefill "
     "tokens or attention-aware cost, in-flight requests -- exact engine state here, KV events + step reports "
     "in a deployment",
-    params={"hit_ratio": 0.5, "slack": 1.0, "overload_factor": 2.0, "guard": "slo", "cost": "attention"},
-    choices={"guard": GUARDS, "cost": COST_MODELS},
-    context=("l_eq", "prefill_rate", "ttft_base", "ttft_per_1k"),
-    state_size=lambda ctx: 1)
+    params={"hit_ratio": 0.5, "slack": 1.0, "overload_factor": 2.0, "guard": "slo", "cost": "attention",
+            "cache_view": "engine", "index_ttl": 0.0, "rate": "fixed", "rate_quantile": 0.9, "rate_min_samples": 8},
+    choices={"guard": GUARDS, "cost": COST_MODELS, "cache_view": CACHE_VIEWS, "rate": RATES},
+    context=("l_eq", "prefill_rate", "ttft_base", "ttft_per_1k", "block_size"),
+    constants=lambda ctx: [index_size(ctx)],
+    state_size=_state_size,
+    validate=_validate)
 
-_HIT_RATIO, _SLACK, _OVERLOAD, _GUARD, _COST, _L_EQ, _RATE, _TTFT_BASE, _TTFT_PER_1K = (
-    SPEC.slots("hit_ratio", "slack", "overload_factor", "guard", "cost",
-               "l_eq", "prefill_rate", "ttft_base", "ttft_per_1k"))
+(_HIT_RATIO, _SLACK, _OVERLOAD, _GUARD, _COST, _VIEW, _TTL, _RATE_MODE, _QUANTILE, _MIN_SAMPLES,
+ _L_EQ, _RATE, _TTFT_BASE, _TTFT_PER_1K, _B) = SPEC.slots(
+    "hit_ratio", "slack", "overload_factor", "guard", "cost", "cache_view", "index_ttl", "rate", "rate_quantile",
+    "rate_min_samples", "l_eq", "prefill_rate", "ttft_base", "ttft_per_1k", "block_size")
+_INDEX_SIZE = len(SPEC.params) + len(SPEC.context)  # the first constant
 _SLO = SPEC.code("guard", "slo")
 _OVERLOADED = SPEC.code("guard", "overload")
 _TOKENS = SPEC.code("cost", "tokens")
+_ROUTER = SPEC.code("cache_view", "router")
+_ONLINE = SPEC.code("rate", "online")
 
 
 @njit(cache=True)
-def _costs(view, req, params):
+def _hits(view, req, blocks, params, state):
+    """Per instance: (local hit, reusable hit) -- engine hits, or both the router index's match."""
+    n = view.shape[0]
+    prompt = req[R_INPUT_LEN]
+    if params[_VIEW] == _ROUTER:
+        match = prefix_hits(view, prompt, blocks, state, int(params[_INDEX_SIZE]), True, req[R_NOW], params[_TTL], 0,
+                            params[_B])
+        return match, match.copy()
+    local = np.empty(n)
+    reusable = np.empty(n)
+    for i in range(n):
+        local[i] = local_hit(view, i)
+        reusable[i] = reusable_hit(view, i)
+    return local, reusable
+
+
+@njit(cache=True)
+def _costs(view, req, params, reusable):
     """Per instance: (queued prefill cost, queued + this request's prefill cost) in the chosen cost model."""
     n = view.shape[0]
     prompt = req[R_INPUT_LEN]
     queued = np.empty(n)
     load = np.empty(n)
     for i in range(n):
-        new = new_tokens(prompt, reusable_hit(view, i))
+        new = new_tokens(prompt, reusable[i])
         if params[_COST] == _TOKENS:
             queued[i] = view[i, V_QUEUED_TOKENS]
             load[i] = queued[i] + new
@@ -76,12 +133,35 @@ def _costs(view, req, params):
 
 
 @njit(cache=True)
-def _guard_passes(prev, queued, load, req, params):
+def _observe_rates(queued, now, params, state):
+    """Per-instance prefill rates: record this arrival's drain samples, return the fixed or online estimate."""
+    n = queued.shape[0]
+    rates = np.full(n, params[_RATE])
+    if params[_RATE_MODE] != _ONLINE:
+        return rates
+    base = int(params[_INDEX_SIZE]) + 1
+    for i in range(n):
+        s = base + i * _RATE_SLOTS
+        if state[s] > 0.0 and now > state[s + 2] and queued[i] > 0.0:
+            drained = state[s + 1] - queued[i]
+            if drained > 0.0:
+                count = int(state[s + 3])
+                state[s + 4 + count % RATE_WINDOW] = drained / (now - state[s + 2])
+                state[s + 3] = count + 1
+        state[s], state[s + 1], state[s + 2] = 1.0, queued[i], now
+        have = min(int(state[s + 3]), RATE_WINDOW)
+        if have >= params[_MIN_SAMPLES]:
+            rates[i] = np.quantile(state[s + 4:s + 4 + have], params[_QUANTILE])
+    return rates
+
+
+@njit(cache=True)
+def _guard_passes(prev, queued, load, rates, req, params):
     """Whether the guard lets the request stay on ``prev``."""
     if params[_GUARD] == _SLO:
         slo = params[_TTFT_BASE] + params[_TTFT_PER_1K] * req[R_INPUT_LEN] / 1000.0
-        budget = params[_SLACK] * params[_RATE] * slo
-        if load[prev] <= budget:
+        budget = params[_SLACK] * rates * slo
+        if load[prev] <= budget[prev]:
             return True
         return not np.any(load <= budget)  # nobody meets the SLO: stick
     if params[_GUARD] == _OVERLOADED:
@@ -90,22 +170,36 @@ def _guard_passes(prev, queued, load, req, params):
 
 
 @njit(cache=True)
-def choose(view, req, blocks, params, state, rand):
-    """The SMETRIC decision (module docstring); ``state[0]`` is the round-robin tie pointer."""
+def _decide(view, req, params, state, local, queued, load, rates):
+    """The instance chosen (module docstring); ``state[index size]`` is the round-robin tie pointer."""
     n = view.shape[0]
-    queued, load = _costs(view, req, params)
     score = np.empty(n)
     for i in range(n):
         score[i] = load[i] * (view[i, V_IN_FLIGHT] + 1.0)
     if req[R_TURN] > 0:
         prev = 0
         for i in range(1, n):
-            hit, best = local_hit(view, i), local_hit(view, prev)
-            if hit > best or (hit == best and score[i] < score[prev]):
+            if local[i] > local[prev] or (local[i] == local[prev] and score[i] < score[prev]):
                 prev = i
-        hit = local_hit(view, prev)
-        if hit > 0.0 and hit >= params[_HIT_RATIO] * req[R_HISTORY] and _guard_passes(prev, queued, load, req, params):
+        hit = local[prev]
+        if hit > 0.0 and hit >= params[_HIT_RATIO] * req[R_HISTORY] and _guard_passes(prev, queued, load, rates, req,
+                                                                                       params):
             return prev
-    chosen = argmin_rotating(score, state[0])
-    state[0] = (chosen + 1) % n
+    rr = int(params[_INDEX_SIZE])
+    chosen = argmin_rotating(score, state[rr])
+    state[rr] = (chosen + 1) % n
+    return chosen
+
+
+@njit(cache=True)
+def choose(view, req, blocks, params, state, rand):
+    """The SMETRIC decision; then the router index and the rate estimator record what was routed where."""
+    local, reusable = _hits(view, req, blocks, params, state)
+    queued, load = _costs(view, req, params, reusable)
+    rates = _observe_rates(queued, req[R_NOW], params, state)
+    chosen = _decide(view, req, params, state, local, queued, load, rates)
+    if params[_VIEW] == _ROUTER:
+        index_insert(state, 0, int(params[_INDEX_SIZE]), blocks, chosen, req[R_NOW])
+    if params[_RATE_MODE] == _ONLINE:
+        state[int(params[_INDEX_SIZE]) + 1 + chosen * _RATE_SLOTS + 1] += load[chosen] - queued[chosen]
     return chosen

@@ -29,6 +29,7 @@ class PolicySpec:
     parameters; ``constants(ctx)`` returns further cluster constants appended after those;
     ``state_size(ctx)`` is the length of the policy's float64 state vector.
     ``signals`` says which view columns the policy reads and how fresh a real router's copy is.
+    ``validate(values)`` checks the resolved parameter values together (raise ``ValueError``).
     """
 
     name: str
@@ -41,6 +42,7 @@ class PolicySpec:
     constants: Callable[[PolicyContext], list] = lambda ctx: []
     state_size: Callable[[PolicyContext], int] = lambda ctx: 0
     context: tuple = ()
+    validate: Callable[[dict], None] = lambda values: None
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.lower() or "_" in self.name or " " in self.name:
@@ -92,6 +94,7 @@ class PolicySpec:
                     raise ValueError(f"{self.name}.{key} must be a number, got {val!r}") from None
                 if not np.isfinite(values[key]):
                     raise ValueError(f"{self.name}.{key} must be finite, got {val!r}")
+        self.validate(values)
         return values
 
     def build(self, ctx: PolicyContext, overrides: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
