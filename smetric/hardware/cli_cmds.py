@@ -25,9 +25,11 @@ def register_perf(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cached", type=int, default=0, metavar="C", help="with --prefill: tokens already cached")
     parser.add_argument("--context", type=int, metavar="C", help="with --decode-batch: context length of each sequence")
     parser.add_argument("--weight-dtype", choices=sorted(DTYPES), default="bf16",
-                        help="linear-layer weight precision (fp8: half the bytes, FP8 tensor peak where the GPU has one)")
-    parser.add_argument("--kv-dtype", choices=sorted(DTYPES), default="bf16", help="KV-cache precision (fp8: half the bytes)")
-    parser.add_argument("--mem-util", type=float, default=0.9, help="with --kv-capacity: fraction of HBM used (default 0.9)")
+                        help="linear-layer weight precision (fp8: half the bytes, FP8 peak where the GPU has one)")
+    parser.add_argument("--kv-dtype", choices=sorted(DTYPES), default="bf16",
+                        help="KV-cache precision (fp8: half the bytes)")
+    parser.add_argument("--mem-util", type=float, default=0.9,
+                        help="with --kv-capacity: fraction of HBM used (default 0.9)")
     parser.add_argument("--max-batched-tokens", type=int, default=8192,
                         help="with --kv-capacity: token budget sizing the activation reserve (default 8192)")
     parser.add_argument("--json", action="store_true", help='print {"seconds": ..., inputs...} as JSON')
