@@ -97,3 +97,12 @@ def test_bad_spec_fails_loudly():
     from smetric.hardware.models import ModelSpec
     with pytest.raises(ValueError, match="kv_heads"):
         ModelSpec("bad", "none", 2, 64, 6, 4, 16, 128, 100, 128)
+
+
+def test_fp8_peaks_from_the_reference_table():
+    # perfmodel.md section 3.3: FP8 dense = 2x bf16 on Hopper/Ada parts; A100 has no FP8 tensor cores
+    assert get_gpu("h20").fp8_flops == 296e12 and get_gpu("h100").fp8_flops == 1979e12
+    assert get_gpu("h800").has_fp8 and get_gpu("h200").has_fp8 and get_gpu("l20").has_fp8
+    assert not get_gpu("a100").has_fp8
+    with pytest.raises(ValueError, match="fp8_flops"):
+        GPUSpec("x", "x", 1e12, 1e9, 1e12, 0.0, 1e9, -1.0)
