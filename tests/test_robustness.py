@@ -71,7 +71,7 @@ def test_map_on_a_fake_compute():
     spec = ClaimSpec("C13_peak_30b", fake_compute)  # paper +0.09: band [0.045, 0.135]
     table, results = robustness_map([spec], _variants(), seeds=range(8), jobs=1)
     assert list(table.columns) == ["claim_id", "point", "variant", *AXES, "best_baseline", "gain_mean", "ci_low",
-                                   "ci_high", "n_seeds", "verdict", "peaks_at_top"]
+                                   "ci_high", "n_seeds", "verdict", "peaks_at_edge"]
     assert set(MAP_COLUMNS) <= set(table.columns)
     cell = table.set_index(["gpu", "store"])
     assert cell.loc[("h200", "provisioned"), "verdict"] == "reproduced"
@@ -80,7 +80,7 @@ def test_map_on_a_fake_compute():
     zero = cell.loc[("h200", "50:1")]
     assert (zero["gain_mean"], zero["ci_low"], zero["ci_high"], zero["verdict"]) == (0.0, 0.0, 0.0, "tie")
     assert (table["n_seeds"] == 8).all() and (table["best_baseline"] == "A").all()  # "ideal" is not a baseline
-    assert (table["peaks_at_top"] == 0).all()  # every curve peaks at 8, inside the grid
+    assert (table["peaks_at_edge"] == 0).all()  # every curve peaks at 8, inside the grid
     for (gpu, store), g in _TRUE_GAIN.items():
         r = cell.loc[(gpu, store)]
         assert r["ci_low"] - 1e-3 <= g <= r["ci_high"] + 1e-3
@@ -96,20 +96,30 @@ def test_map_per_paper_point():
     table, _ = robustness_map([spec], [Variant()], seeds=range(6), jobs=1)
     assert table["point"].tolist() == ["6x", "8x", "9x", "past saturation"]
     assert table["verdict"].tolist() == ["tie", "reproduced", "reproduced", "contradicted"]
-    assert table["peaks_at_top"].isna().all()
+    assert table["peaks_at_edge"].isna().all()
 
 
 def _rising(variant, seeds):
-    """Goodput still rising at the top load for SMETRIC on every seed."""
+    """SMETRIC's goodput still rising at the top load on every seed."""
     frame = fake_compute(variant, seeds)
     top = (frame["policy"] == "smetric") & (frame["rpm_per_instance"] == 12.0)
     frame.loc[top, "goodput_tps"] *= 10
     return frame
 
 
+def _falling(variant, seeds):
+    """The best baseline's goodput highest at the lowest load on every seed."""
+    frame = fake_compute(variant, seeds)
+    low = (frame["policy"] == "A") & (frame["rpm_per_instance"] == 4.0)
+    frame.loc[low, "goodput_tps"] *= 10
+    return frame
+
+
 def test_map_flags_peaks_at_the_grid_edge():
-    table, _ = robustness_map([ClaimSpec("C13_peak_30b", _rising)], [Variant(gpu="h200")], seeds=range(3), jobs=1)
-    assert table["peaks_at_top"].tolist() == [3]
+    spec = ClaimSpec("C13_peak_30b", _rising)
+    table, _ = robustness_map([spec, ClaimSpec("C13_peak_235b", _falling)], [Variant(gpu="h200")], seeds=range(3),
+                              jobs=1)
+    assert table["peaks_at_edge"].tolist() == [3, 3]
 
 
 def test_map_with_a_bound_claim():

@@ -149,16 +149,16 @@ class ClaimSpec:
 
     def cells(self, results: pd.DataFrame) -> list[dict]:
         """The judged points of one variant's per-seed results: ``point, best_baseline, gain_mean, ci_low,
-        ci_high, n_seeds, verdict, peaks_at_top`` each. ``peaks_at_top`` (peak statistic only, else NaN)
-        counts the per-seed peaks of ``ours`` and the best baseline at the highest load swept: there the
-        grid may not contain the peak, so extend it."""
+        ci_high, n_seeds, verdict, peaks_at_edge`` each. ``peaks_at_edge`` (peak statistic only, else NaN)
+        counts the per-seed peaks of ``ours`` and the best baseline at the lowest or highest load swept:
+        there the grid may not contain the peak, so extend it."""
         edge = np.nan
         if self.statistic == "peak":
             reduced = seed_peaks(results, self.value, over=self.load)
             gains = paired_gains(reduced, self.value, ours=self.ours, baselines=self.baselines)
             groups = [("", gains)]
             compared = reduced[reduced["policy"].isin([self.ours, gains["best_baseline"].iloc[0]])]
-            edge = int((compared[f"peak_{self.load}"] >= results[self.load].max()).sum())
+            edge = int(compared[f"peak_{self.load}"].isin([results[self.load].min(), results[self.load].max()]).sum())
         else:
             unknown = sorted(set(results["point"]) - set(self.points))
             if unknown:
@@ -174,7 +174,7 @@ class ClaimSpec:
             cols = claim_columns([iv], one)
             rows.append({"point": label, "best_baseline": sub["best_baseline"].iloc[0], "gain_mean": iv.mean,
                          "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n, "verdict": cols["verdict"],
-                         "peaks_at_top": edge})
+                         "peaks_at_edge": edge})
         return rows
 
 
@@ -197,7 +197,7 @@ def robustness_map(specs: Sequence[ClaimSpec], variants: Sequence[Variant], seed
     Runs one sweep point per (seed, claim, variant) -- seeds outermost, so the points sharing a
     workload run one after another -- and judges each cell (:meth:`ClaimSpec.cells`). Returns
     ``(table, results)``: ``table`` has ``claim_id, point, variant, workload, kv_connector, gpu, attention,
-    store, best_baseline, gain_mean, ci_low, ci_high, n_seeds, verdict, peaks_at_top`` (``point`` is empty
+    store, best_baseline, gain_mean, ci_low, ci_high, n_seeds, verdict, peaks_at_edge`` (``point`` is empty
     for single-point claims), one row per claim, point and variant in input order; ``results`` is the
     concatenated output of the compute functions with ``claim_id`` and ``variant``.
     """
