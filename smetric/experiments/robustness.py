@@ -228,7 +228,8 @@ def _pct(x: float) -> str:
 
 def plot_robustness(table: pd.DataFrame, title: str = ""):
     """Heat map of a :func:`robustness_map` table: one row per claim (and point), one column per variant;
-    colour = verdict, text = mean gain and 95 % interval (%). Column labels show the axes that vary."""
+    colour = verdict, text = mean gain and 95 % interval (%) and, where some per-seed peaks sit at an end of
+    the load grid, how many. Column labels show the axes that vary."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
@@ -250,7 +251,9 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
                 continue
             r = cells.loc[(claim, point, variant)]
             codes[i, j] = order.index(r["verdict"])
-            ax.text(j, i, f"{_pct(r['gain_mean'])}%\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]",
+            edge = r.get("peaks_at_edge", np.nan)
+            note = f"\n{int(edge)} peak(s) at grid edge" if np.isfinite(edge) and edge > 0 else ""
+            ax.text(j, i, f"{_pct(r['gain_mean'])}%\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
                     ha="center", va="center", fontsize=7, color="white" if r["verdict"] == "reproduced" else "black")
     ax.imshow(np.ma.masked_invalid(codes), cmap=ListedColormap([VERDICT_COLOURS[v] for v in order]), vmin=-0.5,
               vmax=len(order) - 0.5, aspect="auto")
@@ -263,9 +266,9 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
     ax.grid(which="minor", color="white", lw=2)
     ax.grid(which="major", visible=False)
     ax.tick_params(which="minor", length=0)
-    n = table["n_seeds"]
-    ax.set_title(title or f"SMETRIC's gain vs the best baseline (%), mean [95 % CI], {n.min()}-{n.max()} seeds",
-                 fontsize=9)
+    n_lo, n_hi = int(table["n_seeds"].min()), int(table["n_seeds"].max())
+    seeds = f"{n_lo} seeds" if n_lo == n_hi else f"{n_lo}-{n_hi} seeds"
+    ax.set_title(title or f"SMETRIC's gain vs the best baseline (%): mean [95 % CI], {seeds}", fontsize=9)
     fig.legend(handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in order],
                loc="lower center", ncol=len(order), frameon=False, fontsize=7, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.08, 1, 1))
