@@ -205,11 +205,20 @@ def test_choose_setup_ignores_smetric():
     t = base.table.set_index("split")
     assert t["gain_mean"].to_numpy() == pytest.approx(0.05, abs=0.01)
     assert (t["n_seeds"] == 5).all() and (t["best_baseline"] == "A").all()
+    # choosing by another metric: 28P+4D has the highest baseline goodput, gains stay in prefill TPS
+    frame = _split_frame(lambda split, seed: 1.05)
+    frame["goodput_tps"] = frame["prefill_tps"] * frame["split"].map({"20P+12D": 1.0, "24P+8D": 1.0, "28P+4D": 2.0})
+    by_goodput = choose_setup(frame, choose_by="goodput_tps")
+    assert by_goodput.chosen == "28P+4D" and "goodput_tps" in by_goodput.rule
+    pd.testing.assert_frame_equal(by_goodput.table.drop(columns=["baseline_peak", "chosen"]),
+                                  base.table.drop(columns=["baseline_peak", "chosen"]))
     with_paper = choose_setup(_split_frame(lambda split, seed: 1.05), paper=parse_paper_value("+0.09", "relative"))
     assert (with_paper.table["verdict"] == "reproduced").all()
 
 
 def test_choose_setup_errors():
+    with pytest.raises(ValueError, match="no column"):
+        choose_setup(_split_frame(lambda s, k: 1.0), choose_by="goodput_tps")
     with pytest.raises(ValueError, match="no column"):
         choose_setup(_split_frame(lambda s, k: 1.0), setup="pd")
     with pytest.raises(ValueError, match="no baseline"):

@@ -317,28 +317,33 @@ class SetupChoice:
 
 
 def choose_setup(frame: pd.DataFrame, setup: str = "split", value: str = "prefill_tps",
-                 load: str = "rpm_per_instance", *, ours: str = "smetric", baselines: Sequence[str] | None = None,
-                 paper: PaperValue | None = None) -> SetupChoice:
+                 load: str = "rpm_per_instance", *, choose_by: str | None = None, ours: str = "smetric",
+                 baselines: Sequence[str] | None = None, paper: PaperValue | None = None) -> SetupChoice:
     """Choose the setup (e.g. the PD split) by a rule fixed before looking at ``ours``, and report every setup.
 
-    Rule: each seed's peak ``value`` over ``load``; per setup, the best baseline is the one with the
-    highest mean of those peaks; the chosen setup maximises that mean (ties: the first in sorted
-    order). ``ours``'s rows are dropped before choosing, so its results cannot move the choice.
-    ``table``: one row per setup with ``best_baseline, baseline_peak`` (seed mean), the paired peak gain
-    of ``ours`` (``gain_mean, ci_low, ci_high, n_seeds``), ``verdict`` (against ``paper``, if given) and
-    ``chosen``.
+    Rule: each seed's peak ``choose_by`` (default: ``value``) over ``load``; per setup, the best baseline
+    (bounds named ``ideal*`` excluded) is the one with the highest mean of those peaks; the chosen setup
+    maximises that mean (ties: the first in sorted order). ``ours``'s rows are dropped before choosing,
+    so its results cannot move the choice. ``choose_by="goodput_tps"`` with ``value="prefill_tps"``
+    keeps a split that starves the decode pool (prefill TPS ignores TPOT) from being chosen.
+    ``table``: one row per setup with ``best_baseline, baseline_peak`` (seed mean of ``choose_by``), the
+    paired peak gain of ``ours`` in ``value`` (``gain_mean, ci_low, ci_high, n_seeds``), ``verdict``
+    (against ``paper``, if given) and ``chosen``.
     """
-    if setup not in frame.columns:
-        raise ValueError(f"choose_setup: frame has no column {setup!r}")
-    peaks = seed_peaks(frame, value, over=load, keys=[setup, "policy", "seed"])
-    base = peaks[(peaks["policy"] != ours) & ~peaks["policy"].astype(str).str.startswith("ideal")]
+    choose_by = choose_by or value
+    missing = [c for c in (setup, value, choose_by) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"choose_setup: frame has no column(s) {missing}")
+    rule_peaks = seed_peaks(frame, choose_by, over=load, keys=[setup, "policy", "seed"])
+    base = rule_peaks[(rule_peaks["policy"] != ours) & ~rule_peaks["policy"].astype(str).str.startswith("ideal")]
     if baselines is not None:
         base = base[base["policy"].isin(list(baselines))]
     if base.empty:
         raise ValueError("choose_setup: no baseline rows")
-    means = base.groupby([setup, "policy"])[value].mean()
+    means = base.groupby([setup, "policy"])[choose_by].mean()
     best = means.groupby(level=setup).max().sort_index()
     chosen = best.idxmax()
+    peaks = seed_peaks(frame, value, over=load, keys=[setup, "policy", "seed"])
     gains = paired_gains(peaks, value, by=[setup], ours=ours, baselines=baselines)
     rows = []
     for key, sub in gains.groupby(setup, sort=True):
@@ -348,6 +353,6 @@ def choose_setup(frame: pd.DataFrame, setup: str = "split", value: str = "prefil
         if paper is not None:
             row["verdict"] = claim_columns([iv], paper)["verdict"]
         rows.append({**row, "chosen": key == chosen})
-    rule = (f"the {setup} whose best baseline (other than {ours}) has the highest seed-mean peak {value} over "
+    rule = (f"the {setup} whose best baseline (other than {ours}) has the highest seed-mean peak {choose_by} over "
             f"{load}; chosen before and independently of {ours}'s results")
     return SetupChoice(chosen, rule, pd.DataFrame(rows))
