@@ -5,10 +5,24 @@ import pandas as pd
 import pytest
 
 from smetric.experiments.reproduce import repo_root
-from smetric.experiments.verdicts import (UNDETERMINED, Interval, bound_verdict, claim_columns, combine_verdicts,
-                                          format_values, gain_interval, gain_intervals, paired_gains,
-                                          parse_paper_value, parse_values, robust_verdict, row_verdict, seed_peaks,
-                                          verdict, verdict_violations)
+from smetric.experiments.verdicts import (
+    UNDETERMINED,
+    Interval,
+    bound_verdict,
+    claim_columns,
+    combine_verdicts,
+    format_values,
+    gain_interval,
+    gain_intervals,
+    paired_gains,
+    parse_paper_value,
+    parse_values,
+    robust_verdict,
+    row_verdict,
+    seed_peaks,
+    verdict,
+    verdict_violations,
+)
 
 
 # ------------------------------------------------------------------------------------------ rules

@@ -29,11 +29,30 @@ import numpy as np
 import pandas as pd
 
 from .sweep import sweep
-from .verdicts import (UNDETERMINED, PaperValue, claim_columns, gain_interval, paired_gains, parse_paper_value,
-                       seed_peaks)
+from .verdicts import (
+    UNDETERMINED,
+    PaperValue,
+    claim_columns,
+    gain_interval,
+    paired_gains,
+    parse_paper_value,
+    seed_peaks,
+)
 
-__all__ = ["AXES", "Variant", "ClaimSpec", "MAP_COLUMNS", "VERDICT_COLOURS", "factorial", "one_at_a_time",
-           "robustness_map", "plot_robustness", "peak_compute", "SetupChoice", "choose_setup"]
+__all__ = [
+    "AXES",
+    "MAP_COLUMNS",
+    "VERDICT_COLOURS",
+    "ClaimSpec",
+    "SetupChoice",
+    "Variant",
+    "choose_setup",
+    "factorial",
+    "one_at_a_time",
+    "peak_compute",
+    "plot_robustness",
+    "robustness_map",
+]
 
 #: The model choices a verdict may depend on (columns of the map).
 AXES = ("workload", "kv_connector", "gpu", "attention", "store")
@@ -125,7 +144,7 @@ class ClaimSpec:
 
     def __post_init__(self) -> None:
         if not callable(self.compute):
-            raise ValueError(f"ClaimSpec.compute must be callable, got {self.compute!r}")
+            raise TypeError(f"ClaimSpec.compute must be callable, got {self.compute!r}")
         if self.statistic not in ("peak", "points"):
             raise ValueError(f"ClaimSpec.statistic must be 'peak' or 'points', got {self.statistic!r}")
         if (self.statistic == "points") != bool(self.points):

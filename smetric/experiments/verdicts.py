@@ -57,10 +57,27 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["VERDICT_ORDER", "UNDETERMINED", "CI_METHODS", "Interval", "PaperValue", "seed_peaks", "paired_gains",
-           "gain_interval", "gain_intervals", "verdict", "bound_verdict", "robust_verdict", "combine_verdicts",
-           "parse_paper_value", "claim_columns", "format_values", "parse_values", "row_verdict",
-           "verdict_violations"]
+__all__ = [
+    "CI_METHODS",
+    "UNDETERMINED",
+    "VERDICT_ORDER",
+    "Interval",
+    "PaperValue",
+    "bound_verdict",
+    "claim_columns",
+    "combine_verdicts",
+    "format_values",
+    "gain_interval",
+    "gain_intervals",
+    "paired_gains",
+    "parse_paper_value",
+    "parse_values",
+    "robust_verdict",
+    "row_verdict",
+    "seed_peaks",
+    "verdict",
+    "verdict_violations",
+]
 
 #: Verdicts of comparative claims, strongest first; a multi-point claim takes the weakest of its points.
 VERDICT_ORDER = ("reproduced", "direction only", "tie", "contradicted")
