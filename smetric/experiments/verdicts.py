@@ -4,8 +4,9 @@
 baseline see the same requests under one seed (common random numbers). :func:`paired_gains` picks
 the best baseline *once per group* (e.g. per load) by its mean over seeds -- never per seed, which
 would bias the comparison towards the baseline -- then takes SMETRIC's relative gain over it seed by
-seed: ``gain_s = ours_s / baseline_s - 1``. :func:`seed_peaks` first reduces a load sweep to each
-seed's peak (max over loads), for the claims about peak goodput.
+seed: ``gain_s = ours_s / baseline_s - 1``. :func:`seed_peaks` first reduces a load sweep to the
+peak, for the claims about peak goodput: each policy's peak load is chosen once, on its seed-mean
+curve, and each seed gives its value there.
 
 **Interval.** :func:`gain_interval` reports the mean of the per-seed gains, a 95 % interval and n.
 The default is the paired t-interval ``mean +- t(0.975, n-1) s / sqrt(n)``; ``method="bca"`` or
@@ -114,15 +115,33 @@ class Interval:
 
 # ------------------------------------------------------------------------------------------ pairing
 def seed_peaks(frame: pd.DataFrame, value: str = "goodput_tps", over: str = "rpm_per_instance",
-               keys: Sequence[str] = ("policy", "seed")) -> pd.DataFrame:
-    """Each seed's peak: the max of ``value`` over ``over`` (the load axis) per ``keys`` group, with the
-    ``over`` value where it peaked as ``peak_<over>``."""
+               keys: Sequence[str] = ("policy", "seed"), *, how: str = "mean", seed: str = "seed") -> pd.DataFrame:
+    """Reduce a load sweep to one row per ``keys`` group (policy and seed, say): its value at the peak.
+
+    ``how="mean"`` (default): the peak load of each policy (``keys`` without ``seed``) is where its
+    seed-mean curve peaks (ties: the lowest load), and each seed contributes its value at that load --
+    the load is chosen once from all seeds, then paired per seed, so the mean gain matches the gain of
+    the seed-mean peaks. ``how="seed"``: each seed's own maximum over loads; a max over a noisy grid
+    chases noise (per-seed curves wobble by several percent), so use it only as a cross-check.
+    The load is returned as ``peak_<over>``.
+    """
     keys = list(keys)
     missing = [c for c in (*keys, value, over) if c not in frame.columns]
     if missing:
         raise ValueError(f"seed_peaks: frame has no column(s) {missing}")
-    idx = frame.groupby(keys, sort=False)[value].idxmax()
-    return frame.loc[idx, [*keys, over, value]].rename(columns={over: f"peak_{over}"}).reset_index(drop=True)
+    if how not in ("mean", "seed"):
+        raise ValueError(f"seed_peaks: how must be 'mean' or 'seed', got {how!r}")
+    frame = frame.sort_values(over, kind="stable")
+    if how == "seed":
+        idx = frame.groupby(keys, sort=False)[value].idxmax()
+        return frame.loc[idx, [*keys, over, value]].rename(columns={over: f"peak_{over}"}).reset_index(drop=True)
+    if seed not in keys:
+        raise ValueError(f"seed_peaks: how='mean' needs the seed column {seed!r} among keys {keys}")
+    outer = [k for k in keys if k != seed]
+    curve = frame.groupby([*outer, over], sort=False, as_index=False)[value].mean()
+    at = curve.loc[curve.groupby(outer, sort=False)[value].idxmax(), [*outer, over]]
+    picked = frame.merge(at, on=[*outer, over])
+    return picked[[*keys, over, value]].rename(columns={over: f"peak_{over}"}).reset_index(drop=True)
 
 
 def paired_gains(frame: pd.DataFrame, value: str = "goodput_tps", *, by: Sequence[str] = (), ours: str = "smetric",
