@@ -147,6 +147,7 @@ def test_map_with_a_bound_claim():
     (dict(claim_id="C13_peak_30b", statistic="mean"), "statistic"),
     (dict(claim_id="C13_peak_30b", points=("a",)), "statistic='points'"),
     (dict(claim_id="C17_robustness"), "no per-cell rule"),
+    (dict(claim_id="C13_peak_30b", peak="max"), "peak must be"),
     (dict(claim_id="C99"), "unknown claim"),
 ])
 def test_claim_spec_validation(kwargs, message):

@@ -252,25 +252,26 @@ def test_pairing_rejects_unreduced_loads():
 
 def test_seed_peaks_then_paired_peak_gain():
     df = _frame({(1, "smetric"): [5, 6], (2, "smetric"): [9, 7], (1, "A"): [8, 4], (2, "A"): [6, 8]})
-    # default: each policy's peak load from its seed-mean curve (smetric 5.5 / 8, A 6 / 7: both at load 2)
-    peaks = seed_peaks(df, over="load")
+    # each policy's peak load from its seed-mean curve (smetric 5.5 / 8, A 6 / 7: both at load 2)
+    peaks = seed_peaks(df, over="load", how="mean")
     assert peaks.set_index(["policy", "seed"])["goodput_tps"].to_dict() == {
         ("smetric", 0): 9, ("smetric", 1): 7, ("A", 0): 6, ("A", 1): 8}
     assert (peaks["peak_load"] == 2).all()
     assert paired_gains(peaks)["gain"].tolist() == pytest.approx([9 / 6 - 1, 7 / 8 - 1])
-    # each seed's own maximum (A peaks at load 1 on seed 0)
-    own = seed_peaks(df, over="load", how="seed")
+    # default: each seed's own maximum (A peaks at load 1 on seed 0)
+    own = seed_peaks(df, over="load")
     assert own.set_index(["policy", "seed"]).loc[("A", 0), ["peak_load", "goodput_tps"]].tolist() == [1, 8]
     assert paired_gains(own)["gain"].tolist() == pytest.approx([9 / 8 - 1, 7 / 8 - 1])
 
 
 def test_seed_peaks_ties_and_errors():
     df = _frame({(3, "A"): [4, 6], (1, "A"): [6, 4], (2, "A"): [1, 1]})  # loads 1 and 3 tie at mean 5
-    assert (seed_peaks(df, over="load")["peak_load"] == 1).all()
+    assert (seed_peaks(df, over="load", how="mean")["peak_load"] == 1).all()
+    assert seed_peaks(_frame({(2, "A"): [5], (1, "A"): [5]}), over="load")["peak_load"].tolist() == [1]
     with pytest.raises(ValueError, match="how"):
         seed_peaks(df, over="load", how="max")
     with pytest.raises(ValueError, match="seed column"):
-        seed_peaks(df, over="load", keys=["policy"])
+        seed_peaks(df, over="load", keys=["policy"], how="mean")
     with pytest.raises(ValueError, match="no column"):
         seed_peaks(df, over="rpm")
 

@@ -129,7 +129,7 @@ class ClaimSpec:
     ``statistic="points"``, ``point`` (a label of ``points``, one per paper point in the paper's order;
     one row per policy, seed and point). ``ours`` is the policy whose gain is judged; ``baselines``
     restricts the candidates for the best baseline. ``paper`` defaults to the claim's row of
-    ``data/paper_claims.csv``.
+    ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.experiments.verdicts.seed_peaks`'s ``how``.
     """
 
     claim_id: str
@@ -141,10 +141,13 @@ class ClaimSpec:
     ours: str = "smetric"
     baselines: tuple[str, ...] | None = None
     paper: PaperValue | None = None
+    peak: str = "seed"
 
     def __post_init__(self) -> None:
         if not callable(self.compute):
             raise TypeError(f"ClaimSpec.compute must be callable, got {self.compute!r}")
+        if self.peak not in ("seed", "mean"):
+            raise ValueError(f"ClaimSpec.peak must be 'seed' or 'mean', got {self.peak!r}")
         if self.statistic not in ("peak", "points"):
             raise ValueError(f"ClaimSpec.statistic must be 'peak' or 'points', got {self.statistic!r}")
         if (self.statistic == "points") != bool(self.points):
@@ -173,7 +176,7 @@ class ClaimSpec:
         there the grid may not contain the peak, so extend it."""
         edge = np.nan
         if self.statistic == "peak":
-            reduced = seed_peaks(results, self.value, over=self.load)
+            reduced = seed_peaks(results, self.value, over=self.load, how=self.peak)
             gains = paired_gains(reduced, self.value, ours=self.ours, baselines=self.baselines)
             groups = [("", gains)]
             compared = reduced[reduced["policy"].isin([self.ours, gains["best_baseline"].iloc[0]])]
