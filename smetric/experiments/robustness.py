@@ -16,7 +16,8 @@ must be at their defaults until their presets exist).
 
 :func:`choose_setup` is for setups a result is sensitive to (fig07's PD split): sweep them, and
 show the one chosen by a rule fixed before looking at SMETRIC -- the setup that maximises the best
-baseline's peak -- next to the gain in every setup.
+baseline's peak (of prefill TPS, or of goodput with ``choose_by``: prefill TPS alone favours a split
+that starves the decode pool) -- next to the gain in every setup.
 """
 
 from __future__ import annotations
