@@ -1,0 +1,381 @@
+"""Robustness of the verdicts: each headline claim's paired gain and verdict across the uncertain model choices.
+
+A verdict is only as good as the model under it. A :class:`Variant` names one choice on each axis
+of :data:`AXES` (workload preset, KV-connector preset, GPU, Hopper attention calibration, global
+store); a :class:`ClaimSpec` says how a claim is measured: a compute function
+``compute(variant, seeds) -> per-seed results`` (one row per policy, seed and load) and how those
+become gains (the per-seed peak over loads, or per paper point). :func:`robustness_map` runs every
+(claim, variant, seed) through :func:`~smetric.experiments.sweep.sweep`, pairs the seeds
+(:func:`~smetric.experiments.verdicts.paired_gains`), and judges each cell with the rules of
+:mod:`~smetric.experiments.verdicts`; :func:`plot_robustness` draws the map (colour = verdict, text =
+gain and interval).
+
+:func:`peak_compute` is a ready compute function on the engine: SMETRIC and baselines on the 30B or
+235B testbed over a per-GPU offered-load grid, the variant's GPU and store applied (the other axes
+must be at their defaults until their presets exist).
+
+:func:`choose_setup` is for setups a result is sensitive to (fig07's PD split): sweep them, and
+show the one chosen by a rule fixed before looking at SMETRIC -- the setup that maximises the best
+baseline's peak (of prefill TPS, or of goodput with ``choose_by``: prefill TPS alone favours a split
+that starves the decode pool) -- next to the gain in every setup.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from .sweep import sweep
+from .verdicts import (
+    UNDETERMINED,
+    PaperValue,
+    claim_columns,
+    gain_interval,
+    paired_gains,
+    parse_paper_value,
+    seed_peaks,
+)
+
+__all__ = [
+    "AXES",
+    "MAP_COLUMNS",
+    "VERDICT_COLOURS",
+    "ClaimSpec",
+    "SetupChoice",
+    "Variant",
+    "choose_setup",
+    "factorial",
+    "one_at_a_time",
+    "peak_compute",
+    "plot_robustness",
+    "robustness_map",
+]
+
+#: The model choices a verdict may depend on (columns of the map).
+AXES = ("workload", "kv_connector", "gpu", "attention", "store")
+#: Columns of the robustness CSV (issue 13), in order; :func:`robustness_map` adds ``point``, ``variant`` and
+#: ``best_baseline`` after ``claim_id``.
+MAP_COLUMNS = ("claim_id", *AXES, "gain_mean", "ci_low", "ci_high", "n_seeds", "verdict")
+#: Cell colours of the map (colour-blind safe: blue = holds, orange/red = fails, grey = tie).
+VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "tie": "#d9d9d9",
+                   "contradicted": "#d6604d", UNDETERMINED: "#ffffff"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One model choice per axis; ``name`` labels it in tables and plots. Defaults = today's model."""
+
+    name: str = "default"
+    workload: str = "agent"
+    kv_connector: str = "default"
+    gpu: str = "h20"
+    attention: str = "default"
+    store: str = "provisioned"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"Variant.{f.name} must be a non-empty string, got {value!r}")
+
+    def axes(self) -> dict[str, str]:
+        """The axis values (without the name)."""
+        return {axis: getattr(self, axis) for axis in AXES}
+
+
+def factorial(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
+    """Every combination of the given axis values (others from ``base``), named ``axis=value, ...``."""
+    base = base or Variant()
+    _check_axes(axis_values)
+    names = list(axis_values)
+    out = []
+    for combo in itertools.product(*axis_values.values()):
+        settings = dict(zip(names, combo))
+        out.append(Variant(name=", ".join(f"{k}={v}" for k, v in settings.items()) or base.name,
+                           **{**base.axes(), **settings}))
+    return out
+
+
+def one_at_a_time(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
+    """``base`` and, for each axis, each other value with the rest at ``base`` (named ``axis=value``)."""
+    base = base or Variant()
+    _check_axes(axis_values)
+    out = [base]
+    for axis, values in axis_values.items():
+        for value in values:
+            if value != getattr(base, axis):
+                out.append(Variant(name=f"{axis}={value}", **{**base.axes(), axis: value}))
+    return out
+
+
+def _check_axes(axis_values: Mapping) -> None:
+    bad = sorted(set(axis_values) - set(AXES))
+    if bad:
+        raise ValueError(f"unknown axes {bad}; axes are {AXES}")
+    for axis, values in axis_values.items():
+        if isinstance(values, str) or not len(values):
+            raise ValueError(f"{axis} needs a non-empty list of values, got {values!r}")
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """How a claim is measured on one variant.
+
+    ``compute(variant, seeds)`` returns per-seed results: columns ``seed``, ``policy``, the ``value`` metric and,
+    for ``statistic="peak"``, ``load`` (the gain is that of each seed's peak over loads), or for
+    ``statistic="points"``, ``point`` (a label of ``points``, one per paper point in the paper's order;
+    one row per policy, seed and point). ``ours`` is the policy whose gain is judged; ``baselines``
+    restricts the candidates for the best baseline. ``paper`` defaults to the claim's row of
+    ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.experiments.verdicts.seed_peaks`'s ``how``.
+    """
+
+    claim_id: str
+    compute: Callable[[Variant, tuple[int, ...]], pd.DataFrame]
+    statistic: str = "peak"
+    value: str = "goodput_tps"
+    load: str = "rpm_per_instance"
+    points: tuple[str, ...] = ()
+    ours: str = "smetric"
+    baselines: tuple[str, ...] | None = None
+    paper: PaperValue | None = None
+    peak: str = "seed"
+
+    def __post_init__(self) -> None:
+        if not callable(self.compute):
+            raise TypeError(f"ClaimSpec.compute must be callable, got {self.compute!r}")
+        if self.peak not in ("seed", "mean"):
+            raise ValueError(f"ClaimSpec.peak must be 'seed' or 'mean', got {self.peak!r}")
+        if self.statistic not in ("peak", "points"):
+            raise ValueError(f"ClaimSpec.statistic must be 'peak' or 'points', got {self.statistic!r}")
+        if (self.statistic == "points") != bool(self.points):
+            raise ValueError("ClaimSpec.points (labels in the paper's order) go with statistic='points' only")
+        paper = self.paper
+        if paper is None:
+            from .claims import paper_claims
+
+            table = paper_claims()
+            if self.claim_id not in table.index:
+                raise ValueError(f"unknown claim {self.claim_id!r}; see data/paper_claims.csv")
+            row = table.loc[self.claim_id]
+            paper = parse_paper_value(row["paper_value"], row["unit"])
+            object.__setattr__(self, "paper", paper)
+        if paper.kind not in ("gain", "lower bound", "upper bound"):
+            raise ValueError(f"{self.claim_id}: a {paper.kind!r} paper value has no per-cell rule")
+        n_expected = len(self.points) if self.statistic == "points" else 1
+        if len(paper.points) != n_expected:
+            raise ValueError(f"{self.claim_id}: the paper value {paper.text!r} has {len(paper.points)} point(s), "
+                             f"the spec measures {n_expected}")
+
+    def cells(self, results: pd.DataFrame) -> list[dict]:
+        """The judged points of one variant's per-seed results: ``point, best_baseline, gain_mean, ci_low,
+        ci_high, n_seeds, verdict, peaks_at_edge`` each. ``peaks_at_edge`` (peak statistic only, else NaN)
+        counts the per-seed peaks of ``ours`` and the best baseline at the lowest or highest load swept:
+        there the grid may not contain the peak, so extend it."""
+        edge = np.nan
+        if self.statistic == "peak":
+            reduced = seed_peaks(results, self.value, over=self.load, how=self.peak)
+            gains = paired_gains(reduced, self.value, ours=self.ours, baselines=self.baselines)
+            groups = [("", gains)]
+            compared = reduced[reduced["policy"].isin([self.ours, gains["best_baseline"].iloc[0]])]
+            edge = int(compared[f"peak_{self.load}"].isin([results[self.load].min(), results[self.load].max()]).sum())
+        else:
+            unknown = sorted(set(results["point"]) - set(self.points))
+            if unknown:
+                raise ValueError(f"{self.claim_id}: results name points {unknown} not in {self.points}")
+            gains = paired_gains(results, self.value, by=["point"], ours=self.ours, baselines=self.baselines)
+            groups = [(p, gains[gains["point"] == p]) for p in self.points]
+        rows = []
+        for i, (label, sub) in enumerate(groups):
+            if sub.empty:
+                raise ValueError(f"{self.claim_id}: no results at point {label!r}")
+            iv = gain_interval(sub["gain"])
+            one = PaperValue(self.paper.kind, (self.paper.points[i],), self.paper.text)
+            cols = claim_columns([iv], one)
+            rows.append({"point": label, "best_baseline": sub["best_baseline"].iloc[0], "gain_mean": iv.mean,
+                         "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n, "verdict": cols["verdict"],
+                         "peaks_at_edge": edge})
+        return rows
+
+
+def _cell_point(claim_id: str, variant: str, seeds: tuple, *, specs: Mapping[str, ClaimSpec],
+                variants: Mapping[str, Variant]) -> pd.DataFrame:
+    """One sweep point: a claim's per-seed results on one variant (module level for Dask)."""
+    frame = specs[claim_id].compute(variants[variant], tuple(seeds))
+    if not isinstance(frame, pd.DataFrame) or "seed" not in frame.columns:
+        raise ValueError(f"{claim_id} on {variant}: compute must return a DataFrame with a 'seed' column")
+    stray = sorted(set(frame["seed"]) - set(seeds))
+    if stray:
+        raise ValueError(f"{claim_id} on {variant}: compute returned seeds {stray}, asked for {list(seeds)}")
+    return frame
+
+
+def robustness_map(specs: Sequence[ClaimSpec], variants: Sequence[Variant], seeds: Sequence[int], *,
+                   jobs: int | None = None, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every claim on every variant: the map and the raw per-seed results.
+
+    Runs one sweep point per (seed, claim, variant) -- seeds outermost, so the points sharing a
+    workload run one after another -- and judges each cell (:meth:`ClaimSpec.cells`). Returns
+    ``(table, results)``: ``table`` has ``claim_id, point, variant, workload, kv_connector, gpu, attention,
+    store, best_baseline, gain_mean, ci_low, ci_high, n_seeds, verdict, peaks_at_edge`` (``point`` is empty
+    for single-point claims), one row per claim, point and variant in input order; ``results`` is the
+    concatenated output of the compute functions with ``claim_id`` and ``variant``.
+    """
+    specs, variants, seeds = list(specs), list(variants), [int(s) for s in seeds]
+    if not specs or not variants or not seeds:
+        raise ValueError("robustness_map needs at least one claim, one variant and one seed")
+    for what, names in (("claim", [s.claim_id for s in specs]), ("variant", [v.name for v in variants]),
+                        ("seed", seeds)):
+        if len(set(names)) != len(names):
+            raise ValueError(f"{what}s must be distinct, got {names}")
+    by_claim, by_name = {s.claim_id: s for s in specs}, {v.name: v for v in variants}
+    grid = [{"claim_id": c.claim_id, "variant": v.name, "seeds": (s,)} for s in seeds for c in specs for v in variants]
+    results = sweep(grid, _cell_point, shared={"specs": by_claim, "variants": by_name}, jobs=jobs,
+                    progress=progress, on_error="raise").drop(columns="seeds")
+    rows = []
+    for spec in specs:
+        for variant in variants:
+            sub = results[(results["claim_id"] == spec.claim_id) & (results["variant"] == variant.name)]
+            for cell in spec.cells(sub.drop(columns=["claim_id", "variant"])):
+                rows.append({"claim_id": spec.claim_id, "point": cell.pop("point"), "variant": variant.name,
+                             **variant.axes(), **cell})
+    return pd.DataFrame(rows), results.reset_index(drop=True)
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not np.isfinite(x) else f"{100 * x:+.1f}"
+
+
+def plot_robustness(table: pd.DataFrame, title: str = ""):
+    """Heat map of a :func:`robustness_map` table: one row per claim (and point), one column per variant;
+    colour = verdict, text = mean gain and 95 % interval (%) and, where some per-seed peaks sit at an end of
+    the load grid, how many. Column labels show the axes that vary."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from ..plotting import set_style
+
+    set_style()
+    table = table.assign(point=table["point"].fillna(""))
+    rows = list(dict.fromkeys(zip(table["claim_id"], table["point"])))
+    cols = list(dict.fromkeys(table["variant"]))
+    order = list(VERDICT_COLOURS)
+    codes = np.full((len(rows), len(cols)), np.nan)
+    cells = table.set_index(["claim_id", "point", "variant"])
+    varying = [a for a in AXES if table[a].nunique() > 1]
+    fig, ax = plt.subplots(figsize=(1.0 + 1.55 * len(cols), 0.9 + 0.62 * len(rows)))
+    for i, (claim, point) in enumerate(rows):
+        for j, variant in enumerate(cols):
+            if (claim, point, variant) not in cells.index:
+                continue
+            r = cells.loc[(claim, point, variant)]
+            codes[i, j] = order.index(r["verdict"])
+            edge = r.get("peaks_at_edge", np.nan)
+            note = f"\n{int(edge)} peak(s) at grid edge" if np.isfinite(edge) and edge > 0 else ""
+            ax.text(j, i, f"{_pct(r['gain_mean'])}%\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
+                    ha="center", va="center", fontsize=7, color="white" if r["verdict"] == "reproduced" else "black")
+    ax.imshow(np.ma.masked_invalid(codes), cmap=ListedColormap([VERDICT_COLOURS[v] for v in order]), vmin=-0.5,
+              vmax=len(order) - 0.5, aspect="auto")
+    first = table.drop_duplicates("variant").set_index("variant")
+    labels = ["\n".join(f"{a}={first.loc[v, a]}" for a in varying) or v for v in cols]
+    ax.set_xticks(range(len(cols)), labels, fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{c} @ {p}" if p else c for c, p in rows], fontsize=7)
+    ax.set_xticks(np.arange(-0.5, len(cols)), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(rows)), minor=True)
+    ax.grid(which="minor", color="white", lw=2)
+    ax.grid(which="major", visible=False)
+    ax.tick_params(which="minor", length=0)
+    n_lo, n_hi = int(table["n_seeds"].min()), int(table["n_seeds"].max())
+    seeds = f"{n_lo} seeds" if n_lo == n_hi else f"{n_lo}-{n_hi} seeds"
+    ax.set_title(title or f"SMETRIC's gain vs the best baseline (%): mean [95 % CI], {seeds}", fontsize=9)
+    fig.legend(handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in order],
+               loc="lower center", ncol=len(order), frameon=False, fontsize=7, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ engine compute
+def peak_compute(variant: Variant, seeds: tuple[int, ...], *, rpm_grid: Mapping[str, Sequence[float]],
+                 policies: Sequence[str], testbed: str = "30b", n_instances: int | None = None,
+                 minutes: float = 6.0, warmup_frac: float = 0.25, metric: str = "goodput_tps") -> pd.DataFrame:
+    """Per-seed ``metric`` of ``policies`` over the offered loads ``rpm_grid[variant.gpu]`` (requests/min/
+    instance) on ``testbed`` with the variant's GPU and global store (``provisioned``, ``none`` or
+    ``CAP_GB:BW_GBPS``). Columns ``seed, policy, rpm_per_instance, <metric>``. The grid is per GPU because
+    capacity is: choose it from the baselines alone so that it contains their peak. The workload,
+    KV-connector and attention axes must be at their defaults (their presets are not modelled here yet).
+    Runs serially (it is itself a sweep point); bind the keywords with :func:`functools.partial`.
+    """
+    from .setups import offered_point
+
+    defaults = Variant()
+    fixed = [a for a in ("workload", "kv_connector", "attention") if getattr(variant, a) != getattr(defaults, a)]
+    if fixed:
+        raise ValueError(f"peak_compute models only the gpu and store axes; {variant.name} sets {fixed}")
+    if variant.gpu not in rpm_grid:
+        raise ValueError(f"no offered-load grid for gpu {variant.gpu!r}; have {sorted(rpm_grid)}")
+    rows = []
+    for seed in seeds:
+        for rpm in rpm_grid[variant.gpu]:
+            for policy in policies:
+                summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances,
+                                        minutes=minutes, seed=int(seed), warmup_frac=warmup_frac,
+                                        global_store=variant.store, cluster_overrides={"gpu": variant.gpu})
+                rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": float(rpm),
+                             metric: summary[metric]})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------ swept setups
+@dataclass(frozen=True)
+class SetupChoice:
+    """The setup shown in a figure's main panel, the rule that chose it, and the gain in every setup."""
+
+    chosen: object
+    rule: str
+    table: pd.DataFrame
+
+
+def choose_setup(frame: pd.DataFrame, setup: str = "split", value: str = "prefill_tps",
+                 load: str = "rpm_per_instance", *, choose_by: str | None = None, ours: str = "smetric",
+                 baselines: Sequence[str] | None = None, paper: PaperValue | None = None) -> SetupChoice:
+    """Choose the setup (e.g. the PD split) by a rule fixed before looking at ``ours``, and report every setup.
+
+    Rule: each seed's peak ``choose_by`` (default: ``value``) over ``load``; per setup, the best baseline
+    (bounds named ``ideal*`` excluded) is the one with the highest mean of those peaks; the chosen setup
+    maximises that mean (ties: the first in sorted order). ``ours``'s rows are dropped before choosing,
+    so its results cannot move the choice. ``choose_by="goodput_tps"`` with ``value="prefill_tps"``
+    keeps a split that starves the decode pool (prefill TPS ignores TPOT) from being chosen.
+    ``table``: one row per setup with ``best_baseline, baseline_peak`` (seed mean of ``choose_by``), the
+    paired peak gain of ``ours`` in ``value`` (``gain_mean, ci_low, ci_high, n_seeds``), ``verdict``
+    (against ``paper``, if given) and ``chosen``.
+    """
+    choose_by = choose_by or value
+    missing = [c for c in (setup, value, choose_by) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"choose_setup: frame has no column(s) {missing}")
+    rule_peaks = seed_peaks(frame, choose_by, over=load, keys=[setup, "policy", "seed"])
+    base = rule_peaks[(rule_peaks["policy"] != ours) & ~rule_peaks["policy"].astype(str).str.startswith("ideal")]
+    if baselines is not None:
+        base = base[base["policy"].isin(list(baselines))]
+    if base.empty:
+        raise ValueError("choose_setup: no baseline rows")
+    means = base.groupby([setup, "policy"])[choose_by].mean()
+    best = means.groupby(level=setup).max().sort_index()
+    chosen = best.idxmax()
+    peaks = seed_peaks(frame, value, over=load, keys=[setup, "policy", "seed"])
+    gains = paired_gains(peaks, value, by=[setup], ours=ours, baselines=baselines)
+    rows = []
+    for key, sub in gains.groupby(setup, sort=True):
+        iv = gain_interval(sub["gain"])
+        row = {setup: key, "best_baseline": sub["best_baseline"].iloc[0], "baseline_peak": float(best[key]),
+               "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n}
+        if paper is not None:
+            row["verdict"] = claim_columns([iv], paper)["verdict"]
+        rows.append({**row, "chosen": key == chosen})
+    rule = (f"the {setup} whose best baseline (other than {ours}) has the highest seed-mean peak {choose_by} over "
+            f"{load}; chosen before and independently of {ours}'s results")
+    return SetupChoice(chosen, rule, pd.DataFrame(rows))

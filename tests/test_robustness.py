@@ -1,0 +1,255 @@
+"""Robustness map machinery: variants, claim specs, the map on a fake compute function, the plot, setup choice."""
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from smetric.experiments.robustness import (
+    AXES,
+    MAP_COLUMNS,
+    ClaimSpec,
+    Variant,
+    choose_setup,
+    factorial,
+    one_at_a_time,
+    peak_compute,
+    plot_robustness,
+    robustness_map,
+)
+from smetric.experiments.sweep import SweepError
+from smetric.experiments.verdicts import parse_paper_value
+
+# SMETRIC's true relative gain over baseline A per (gpu, store): clear win, clear loss, nothing.
+_TRUE_GAIN = {("h200", "provisioned"): 0.10, ("h20", "provisioned"): -0.06, ("h200", "50:1"): 0.0,
+              ("h20", "50:1"): 0.30}
+_LOADS = (4.0, 8.0, 12.0)
+
+
+def fake_compute(variant, seeds):
+    """Goodput over three loads, peaking at 8; a shared per-seed workload factor; SMETRIC = A x (1 + gain)
+    with 1 % noise (none at all where the true gain is 0: a zero-variance cell)."""
+    gain = _TRUE_GAIN[(variant.gpu, variant.store)]
+    rows = []
+    for seed in seeds:
+        rng = np.random.default_rng([seed, 17])
+        w = rng.lognormal(0.0, 0.3)
+        for load in _LOADS:
+            shape = 1.0 - abs(load - 8.0) / 16.0
+            noise = rng.normal(0.0, 0.01) if gain else 0.0
+            for policy, level in (("smetric", (1 + gain) * (1 + noise)), ("A", 1.0), ("B", 0.8), ("ideal", 3.0)):
+                rows.append({"seed": seed, "policy": policy, "rpm_per_instance": load,
+                             "goodput_tps": 1e4 * w * shape * level})
+    return pd.DataFrame(rows)
+
+
+def fake_points(variant, seeds):
+    """C12-style: per paper point (6x, 8x, 9x, past saturation) one row per policy and seed."""
+    rows = []
+    for seed in seeds:
+        rng = np.random.default_rng([seed, 3])
+        for point, gain in zip(("6x", "8x", "9x", "past saturation"), (0.0, 0.04, 0.13, -0.2)):
+            for policy, level in (("smetric", 1 + gain + rng.normal(0, 0.005)), ("A", 1.0)):
+                rows.append({"seed": seed, "policy": policy, "point": point, "goodput_tps": 1e4 * level})
+    return pd.DataFrame(rows)
+
+
+def _variants():
+    return factorial(gpu=["h20", "h200"], store=["provisioned", "50:1"])
+
+
+def test_variants():
+    v = Variant()
+    assert v.axes() == {"workload": "agent", "kv_connector": "default", "gpu": "h20", "attention": "default",
+                        "store": "provisioned"}
+    grid = _variants()
+    assert [x.name for x in grid] == ["gpu=h20, store=provisioned", "gpu=h20, store=50:1",
+                                      "gpu=h200, store=provisioned", "gpu=h200, store=50:1"]
+    oat = one_at_a_time(gpu=["h20", "h200", "h800"], store=["none"])
+    assert [x.name for x in oat] == ["default", "gpu=h200", "gpu=h800", "store=none"]
+    assert oat[3].gpu == "h20" and oat[3].store == "none"
+    with pytest.raises(ValueError, match="unknown axes"):
+        factorial(tp=["1"])
+    with pytest.raises(ValueError, match="non-empty list"):
+        factorial(gpu="h20")
+    with pytest.raises(ValueError, match="non-empty string"):
+        Variant(gpu="")
+
+
+def test_map_on_a_fake_compute():
+    spec = ClaimSpec("C13_peak_30b", fake_compute)  # paper +0.09: band [0.045, 0.135]
+    table, results = robustness_map([spec], _variants(), seeds=range(8), jobs=1)
+    assert list(table.columns) == ["claim_id", "point", "variant", *AXES, "best_baseline", "gain_mean", "ci_low",
+                                   "ci_high", "n_seeds", "verdict", "peaks_at_edge"]
+    assert set(MAP_COLUMNS) <= set(table.columns)
+    cell = table.set_index(["gpu", "store"])
+    assert cell.loc[("h200", "provisioned"), "verdict"] == "reproduced"
+    assert cell.loc[("h20", "provisioned"), "verdict"] == "contradicted"
+    assert cell.loc[("h20", "50:1"), "verdict"] == "direction only"
+    zero = cell.loc[("h200", "50:1")]
+    assert (zero["gain_mean"], zero["ci_low"], zero["ci_high"], zero["verdict"]) == (0.0, 0.0, 0.0, "tie")
+    assert (table["n_seeds"] == 8).all() and (table["best_baseline"] == "A").all()  # "ideal" is not a baseline
+    assert (table["peaks_at_edge"] == 0).all()  # every curve peaks at 8, inside the grid
+    for (gpu, store), g in _TRUE_GAIN.items():
+        r = cell.loc[(gpu, store)]
+        assert r["ci_low"] - 1e-3 <= g <= r["ci_high"] + 1e-3
+    assert {"claim_id", "variant", "seed", "policy", "goodput_tps"} <= set(results.columns)
+    assert len(results) == 4 * 8 * 3 * 4
+    again, _ = robustness_map([spec], _variants(), seeds=range(8), jobs=1)
+    pd.testing.assert_frame_equal(table, again)
+
+
+def test_map_per_paper_point():
+    spec = ClaimSpec("C12_gain_vs_load", fake_points, statistic="points",
+                     points=("6x", "8x", "9x", "past saturation"))
+    table, _ = robustness_map([spec], [Variant()], seeds=range(6), jobs=1)
+    assert table["point"].tolist() == ["6x", "8x", "9x", "past saturation"]
+    assert table["verdict"].tolist() == ["tie", "reproduced", "reproduced", "contradicted"]
+    assert table["peaks_at_edge"].isna().all()
+
+
+def _rising(variant, seeds):
+    """SMETRIC's goodput still rising at the top load on every seed."""
+    frame = fake_compute(variant, seeds)
+    top = (frame["policy"] == "smetric") & (frame["rpm_per_instance"] == 12.0)
+    frame.loc[top, "goodput_tps"] *= 10
+    return frame
+
+
+def _falling(variant, seeds):
+    """The best baseline's goodput highest at the lowest load on every seed."""
+    frame = fake_compute(variant, seeds)
+    low = (frame["policy"] == "A") & (frame["rpm_per_instance"] == 4.0)
+    frame.loc[low, "goodput_tps"] *= 10
+    return frame
+
+
+def test_map_flags_peaks_at_the_grid_edge():
+    spec = ClaimSpec("C13_peak_30b", _rising)
+    table, _ = robustness_map([spec, ClaimSpec("C13_peak_235b", _falling)], [Variant(gpu="h200")], seeds=range(3),
+                              jobs=1)
+    assert table["peaks_at_edge"].tolist() == [3, 3]
+
+
+def test_map_with_a_bound_claim():
+    spec = ClaimSpec("C9_load_only_provisioned", fake_compute, ours="A", baselines=("smetric", "B"))
+    table, _ = robustness_map([spec], [Variant(gpu="h200", store="provisioned"),
+                                       Variant(name="big loss", gpu="h20", store="50:1")], seeds=range(4), jobs=1)
+    # A vs SMETRIC: 1/1.1 - 1 = -9 % (below the -7 % bound); 1/1.3 - 1 = -23 %
+    assert table["verdict"].tolist() == ["contradicted", "contradicted"]
+    assert (table["best_baseline"] == "smetric").all()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(claim_id="C12_gain_vs_load"), "4 point"),
+    (dict(claim_id="C13_peak_30b", statistic="points", points=("a", "b")), "1 point"),
+    (dict(claim_id="C13_peak_30b", statistic="mean"), "statistic"),
+    (dict(claim_id="C13_peak_30b", points=("a",)), "statistic='points'"),
+    (dict(claim_id="C17_robustness"), "no per-cell rule"),
+    (dict(claim_id="C13_peak_30b", peak="max"), "peak must be"),
+    (dict(claim_id="C99"), "unknown claim"),
+])
+def test_claim_spec_validation(kwargs, message):
+    kwargs = {"compute": fake_compute, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        ClaimSpec(**kwargs)
+    with pytest.raises(TypeError, match="callable"):
+        ClaimSpec("C13_peak_30b", compute=3)
+
+
+def test_claim_spec_takes_an_explicit_paper_value():
+    spec = ClaimSpec("my_claim", fake_compute, paper=parse_paper_value("-0.36", "relative"))
+    table, _ = robustness_map([spec], [Variant(gpu="h20")], seeds=range(4), jobs=1)
+    assert table["verdict"].tolist() == ["direction only"]  # -6 %: the paper's sign, outside [-54 %, -18 %]
+
+
+def _stray_seed(variant, seeds):
+    return fake_compute(variant, tuple(s + 100 for s in seeds))
+
+
+def test_map_rejects_bad_runs():
+    with pytest.raises(SweepError, match="returned seeds"):
+        robustness_map([ClaimSpec("C13_peak_30b", _stray_seed)], [Variant()], seeds=[0, 1], jobs=1)
+    with pytest.raises(ValueError, match="distinct"):
+        robustness_map([ClaimSpec("C13_peak_30b", fake_compute)], [Variant(), Variant()], seeds=[0], jobs=1)
+    with pytest.raises(ValueError, match="not in"):
+        robustness_map([ClaimSpec("C12_gain_vs_load", fake_points, statistic="points", points=("a", "b", "c", "d"))],
+                       [Variant()], seeds=[0, 1], jobs=1)
+
+
+def test_plot(tmp_path):
+    spec = ClaimSpec("C13_peak_30b", fake_compute)
+    table, _ = robustness_map([spec], _variants(), seeds=range(4), jobs=1)
+    fig = plot_robustness(table)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == 4 and "+0.0%\n[+0.0, +0.0]" in texts
+    r = table.iloc[0]
+    assert f"{100 * r.gain_mean:+.1f}%\n[{100 * r.ci_low:+.1f}, {100 * r.ci_high:+.1f}]" in texts
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == "gpu=h20\nstore=provisioned"
+    fig.savefig(tmp_path / "map.png")
+    assert (tmp_path / "map.png").stat().st_size > 0
+
+
+# ------------------------------------------------------------------------------------------ setup choice
+def _split_frame(smetric_factor):
+    """Three splits; the best baseline peaks highest at 24P+8D; SMETRIC's values scaled by ``smetric_factor``."""
+    rows = []
+    for split, scale in (("20P+12D", 0.9), ("24P+8D", 1.0), ("28P+4D", 0.7)):
+        for seed in range(5):
+            rng = np.random.default_rng([seed, 9])
+            for load in (4.0, 8.0):
+                for policy, level in (("A", 1.0), ("B", 0.95), ("smetric", smetric_factor(split, seed))):
+                    rows.append({"split": split, "seed": seed, "policy": policy, "rpm_per_instance": load,
+                                 "prefill_tps": 1e4 * scale * level * (load / 8.0) * (1 + rng.normal(0, 0.01))})
+    return pd.DataFrame(rows)
+
+
+def test_choose_setup_ignores_smetric():
+    base = choose_setup(_split_frame(lambda split, seed: 1.05))
+    assert base.chosen == "24P+8D"
+    assert base.table["chosen"].tolist() == [False, True, False]
+    assert "before" in base.rule
+    for factor in (lambda split, seed: 3.0 if split == "28P+4D" else 0.5,
+                   lambda split, seed: float(np.random.default_rng([seed, len(split)]).uniform(0.1, 5.0))):
+        assert choose_setup(_split_frame(factor)).chosen == "24P+8D"
+    t = base.table.set_index("split")
+    assert t["gain_mean"].to_numpy() == pytest.approx(0.05, abs=0.01)
+    assert (t["n_seeds"] == 5).all() and (t["best_baseline"] == "A").all()
+    # choosing by another metric: 28P+4D has the highest baseline goodput, gains stay in prefill TPS
+    frame = _split_frame(lambda split, seed: 1.05)
+    frame["goodput_tps"] = frame["prefill_tps"] * frame["split"].map({"20P+12D": 1.0, "24P+8D": 1.0, "28P+4D": 2.0})
+    by_goodput = choose_setup(frame, choose_by="goodput_tps")
+    assert by_goodput.chosen == "28P+4D" and "goodput_tps" in by_goodput.rule
+    pd.testing.assert_frame_equal(by_goodput.table.drop(columns=["baseline_peak", "chosen"]),
+                                  base.table.drop(columns=["baseline_peak", "chosen"]))
+    with_paper = choose_setup(_split_frame(lambda split, seed: 1.05), paper=parse_paper_value("+0.09", "relative"))
+    assert (with_paper.table["verdict"] == "reproduced").all()
+
+
+def test_choose_setup_errors():
+    with pytest.raises(ValueError, match="no column"):
+        choose_setup(_split_frame(lambda s, k: 1.0), choose_by="goodput_tps")
+    with pytest.raises(ValueError, match="no column"):
+        choose_setup(_split_frame(lambda s, k: 1.0), setup="pd")
+    with pytest.raises(ValueError, match="no baseline"):
+        choose_setup(_split_frame(lambda s, k: 1.0), baselines=["C"])
+
+
+# ------------------------------------------------------------------------------------------ engine compute
+def test_peak_compute_validates():
+    fn = partial(peak_compute, rpm_grid={"h20": (4.0,)}, policies=("smetric", "least-load"))
+    with pytest.raises(ValueError, match="only the gpu and store"):
+        fn(Variant(kv_connector="lmcache"), (0,))
+    with pytest.raises(ValueError, match="no offered-load grid"):
+        fn(Variant(gpu="h200"), (0,))
+
+
+def test_peak_compute_runs_the_engine():
+    fn = partial(peak_compute, rpm_grid={"h20": (4.0, 6.0)}, policies=("smetric", "least-load"), n_instances=4,
+                 minutes=3.0)
+    frame = fn(Variant(store="none"), (0, 1))
+    assert list(frame.columns) == ["seed", "policy", "rpm_per_instance", "goodput_tps"]
+    assert len(frame) == 2 * 2 * 2 and (frame["goodput_tps"] > 0).all()
+    pd.testing.assert_frame_equal(frame, fn(Variant(store="none"), (0, 1)))

@@ -1,0 +1,385 @@
+"""Verdicts from paired multi-seed statistics: pairing, intervals, the rules, the paper-value parser, claims tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from smetric.experiments.reproduce import repo_root
+from smetric.experiments.verdicts import (
+    UNDETERMINED,
+    Interval,
+    bound_verdict,
+    claim_columns,
+    combine_verdicts,
+    format_values,
+    gain_interval,
+    gain_intervals,
+    paired_gains,
+    parse_paper_value,
+    parse_values,
+    robust_verdict,
+    row_verdict,
+    seed_peaks,
+    verdict,
+    verdict_violations,
+)
+
+
+# ------------------------------------------------------------------------------------------ rules
+@pytest.mark.parametrize("low, high, paper, expected", [
+    (-0.01, 0.02, 0.09, "tie"),
+    (0.0, 0.05, 0.09, "tie"),                # touching 0 counts as containing it
+    (-0.05, 0.0, 0.09, "tie"),
+    (-0.05, 0.2, 0.09, "tie"),               # overlaps the band but contains 0: never reproduced
+    (0.02, 0.05, 0.09, "reproduced"),
+    (0.01, 0.045, 0.09, "reproduced"),       # reaches the band's lower end 0.5 x 0.09
+    (0.01, 0.044, 0.09, "direction only"),
+    (0.135, 0.2, 0.09, "reproduced"),        # reaches the band's upper end 1.5 x 0.09
+    (0.136, 0.2, 0.09, "direction only"),
+    (0.001, 0.5, 0.09, "reproduced"),        # wide but on the paper's side and covering the band
+    (-0.05, -0.01, 0.09, "contradicted"),
+    (-0.5, -0.3, -0.36, "reproduced"),       # negative paper value: band [-0.54, -0.18]
+    (-0.18, -0.1, -0.36, "reproduced"),
+    (-0.17, -0.1, -0.36, "direction only"),
+    (-0.7, -0.55, -0.36, "direction only"),
+    (0.1, 4.2, -0.36, "contradicted"),
+    (-0.1, 0.1, -0.36, "tie"),
+    (0.3, 0.4, (0.02, 0.34), "reproduced"),  # a paper range [a, b]: band [0.5 a, 1.5 b] = [0.01, 0.51]
+    (0.005, 0.009, (0.02, 0.34), "direction only"),
+    (0.52, 0.7, (0.02, 0.34), "direction only"),
+    (np.nan, np.nan, 0.09, UNDETERMINED),
+])
+def test_verdict_rule(low, high, paper, expected):
+    assert verdict(low, high, paper) == expected
+
+
+@pytest.mark.parametrize("low, high, paper, message", [
+    (0.0, 0.1, 0.0, "no sign"),
+    (0.0, 0.1, (-0.1, 0.1), "no sign"),
+    (0.0, 0.1, (0.2, 0.1), "low <= high"),
+    (0.2, 0.1, 0.09, "low <= high"),
+    (-np.inf, 0.1, 0.09, "finite"),
+])
+def test_verdict_rejects_nonsense(low, high, paper, message):
+    with pytest.raises(ValueError, match=message):
+        verdict(low, high, paper)
+
+
+@pytest.mark.parametrize("low, high, bound, kind, expected", [
+    (-0.05, 0.01, -0.07, "lower", "reproduced"),   # C9 "within 7 %": an interval containing 0 reproduces it
+    (-0.07, 0.0, -0.07, "lower", "reproduced"),
+    (-0.1, -0.02, -0.07, "lower", "tie"),          # straddles the bound: undecided
+    (-0.2, -0.07, -0.07, "lower", "tie"),
+    (-0.2, -0.08, -0.07, "lower", "contradicted"),
+    (-0.1, 0.0, 0.0, "upper", "reproduced"),       # C16 "no regression": latency change <= 0
+    (-0.1, 0.01, 0.0, "upper", "tie"),
+    (0.0, 0.1, 0.0, "upper", "tie"),
+    (0.01, 0.1, 0.0, "upper", "contradicted"),
+    (np.nan, np.nan, 0.0, "upper", UNDETERMINED),
+])
+def test_bound_rule(low, high, bound, kind, expected):
+    assert bound_verdict(low, high, bound, kind) == expected
+
+
+def test_bound_rule_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="lower"):
+        bound_verdict(0.0, 0.1, 0.0, "within")
+
+
+@pytest.mark.parametrize("intervals, expected", [
+    ([(0.01, 0.05), (0.001, 0.2)], "reproduced"),
+    ([(0.01, 0.05), (-0.01, 0.2)], "tie"),
+    ([(0.01, 0.05), (0.0, 0.2)], "tie"),
+    ([(0.01, 0.05), (-0.2, -0.01)], "contradicted"),
+    ([(0.01, 0.05), (np.nan, np.nan)], UNDETERMINED),
+])
+def test_robust_rule(intervals, expected):
+    assert robust_verdict(intervals) == expected
+
+
+@pytest.mark.parametrize("verdicts, expected", [
+    (["reproduced", "reproduced"], "reproduced"),
+    (["reproduced", "direction only"], "direction only"),
+    (["direction only", "tie", "reproduced"], "tie"),
+    (["tie", "contradicted", "reproduced"], "contradicted"),
+    (["reproduced", UNDETERMINED], UNDETERMINED),
+])
+def test_combine_takes_the_weakest(verdicts, expected):
+    assert combine_verdicts(verdicts) == expected
+
+
+def test_combine_rejects_unknown():
+    with pytest.raises(ValueError, match="unknown"):
+        combine_verdicts(["reproduced", "not reproduced"])
+
+
+# ------------------------------------------------------------------------------------------ intervals
+def test_t_interval_by_hand():
+    iv = gain_interval([0.01, 0.03, 0.05, 0.07])
+    half = 3.182446305284263 * np.std([0.01, 0.03, 0.05, 0.07], ddof=1) / 2.0  # t(0.975, 3) s / sqrt(4)
+    assert iv.mean == pytest.approx(0.04)
+    assert (iv.low, iv.high) == pytest.approx((0.04 - half, 0.04 + half))
+    assert iv.n == 4 and iv.method == "t"
+
+
+def test_one_seed_has_no_interval():
+    iv = gain_interval([0.05])
+    assert iv.n == 1 and iv.mean == 0.05 and np.isnan(iv.low) and np.isnan(iv.high)
+    assert not iv.determined
+    assert verdict(iv.low, iv.high, 0.09) == UNDETERMINED
+
+
+@pytest.mark.parametrize("method", ["t", "bca", "percentile"])
+def test_zero_variance_gives_a_point_interval(method):
+    iv = gain_interval([0.0] * 8, method=method)
+    assert (iv.mean, iv.low, iv.high, iv.n) == (0.0, 0.0, 0.0, 8)
+    assert verdict(iv.low, iv.high, 0.09) == "tie"
+    iv = gain_interval([0.03] * 5, method=method)
+    assert (iv.low, iv.high) == (0.03, 0.03)
+
+
+@pytest.mark.parametrize("gains, kwargs, message", [
+    ([], {}, "at least one"),
+    ([0.1, np.inf], {}, "finite"),
+    ([0.1, np.nan], {}, "finite"),
+    ([0.1, 0.2], {"method": "jackknife"}, "method"),
+    ([0.1, 0.2], {"confidence": 1.0}, "confidence"),
+])
+def test_interval_rejects_bad_input(gains, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gain_interval(gains, **kwargs)
+
+
+def test_interval_validates_itself():
+    with pytest.raises(ValueError, match="low <= high"):
+        Interval(0.0, 0.1, -0.1, 8)
+
+
+def test_bootstrap_is_seeded():
+    x = np.random.default_rng(3).normal(0.02, 0.03, 8)
+    a, b = gain_interval(x, method="bca", seed=7), gain_interval(x, method="bca", seed=7)
+    c = gain_interval(x, method="bca", seed=8)
+    assert a == b
+    assert (a.low, a.high) != (c.low, c.high)
+    assert a.low < x.mean() < a.high
+
+
+def _paired_frame(rng, n_seeds, gain, sigma, loads=(10.0,)):
+    """Per seed a shared workload factor (large: seeds differ a lot); per (policy, seed) a small
+    multiplicative lognormal noise. Baseline A is the best; SMETRIC = A x (1 + gain)."""
+    level = {"smetric": 1.0 + gain, "A": 1.0, "B": 0.9, "ideal": 5.0}
+    rows = []
+    for load in loads:
+        for s in range(n_seeds):
+            w = rng.lognormal(0.0, 0.3)
+            for policy, m in level.items():
+                rows.append({"load": load, "seed": s, "policy": policy,
+                             "goodput_tps": 1e4 * w * m * np.exp(rng.normal(0.0, sigma))})
+    return pd.DataFrame(rows)
+
+
+def test_t_interval_covers_the_true_gain_at_the_nominal_rate():
+    """Paired gains over 8 seeds: E[gain_s] = (1 + g) exp(sigma^2) - 1 exactly (ratio of two lognormal noises)."""
+    rng = np.random.default_rng(2026)
+    g, sigma, reps = 0.04, 0.03, 400
+    truth = (1 + g) * np.exp(sigma**2) - 1
+    hits = 0
+    for _ in range(reps):
+        gains = paired_gains(_paired_frame(rng, 8, g, sigma))
+        assert set(gains["best_baseline"]) == {"A"}
+        iv = gain_interval(gains["gain"])
+        hits += iv.low <= truth <= iv.high
+    assert 0.92 <= hits / reps <= 0.98  # nominal 0.95; binomial sd ~0.011
+
+
+def test_bootstrap_covers_at_larger_n():
+    """The bootstrap under-covers at n = 8 (why t is the default); at n = 30 it is near nominal."""
+    rng = np.random.default_rng(11)
+    hits, reps = 0, 200
+    for _ in range(reps):
+        x = rng.normal(0.03, 0.05, 30)
+        iv = gain_interval(x, method="bca", n_resamples=999, seed=int(rng.integers(1 << 30)))
+        hits += iv.low <= 0.03 <= iv.high
+    assert 0.89 <= hits / reps <= 0.99
+
+
+# ------------------------------------------------------------------------------------------ pairing
+def _frame(values):
+    """``{(load, policy): [per-seed values]}`` -> tidy frame."""
+    return pd.DataFrame([{"load": load, "policy": p, "seed": s, "goodput_tps": v}
+                         for (load, p), vs in values.items() for s, v in enumerate(vs)])
+
+
+def test_best_baseline_chosen_once_per_load_by_mean():
+    df = _frame({(1, "smetric"): [10, 10, 10], (1, "A"): [9, 9, 12], (1, "B"): [11, 11, 5],   # A mean 10, B 9
+                 (2, "smetric"): [10, 10, 10], (2, "A"): [5, 5, 5], (2, "B"): [8, 9, 10],
+                 (1, "ideal"): [99, 99, 99], (2, "ideal-intra"): [99, 99, 99]})
+    gains = paired_gains(df, by=["load"])
+    assert list(gains.columns) == ["load", "seed", "best_baseline", "ours", "baseline", "gain"]
+    at1 = gains[gains["load"] == 1]
+    assert set(at1["best_baseline"]) == {"A"}  # even on the seeds where B is higher
+    assert at1["gain"].tolist() == pytest.approx([10 / 9 - 1, 10 / 9 - 1, 10 / 12 - 1])
+    assert set(gains.loc[gains["load"] == 2, "best_baseline"]) == {"B"}
+    only_b = paired_gains(df, by=["load"], baselines=["B"])
+    assert set(only_b["best_baseline"]) == {"B"}
+
+
+def test_best_baseline_ties_break_by_name_and_subject_is_configurable():
+    df = _frame({(1, "smetric"): [10, 12], (1, "zeta"): [8, 9], (1, "alpha"): [9, 8]})
+    assert set(paired_gains(df)["best_baseline"]) == {"alpha"}
+    load_only = paired_gains(df, ours="zeta")  # e.g. C9: load-only vs the best of the others
+    assert set(load_only["best_baseline"]) == {"smetric"}
+    assert load_only["gain"].tolist() == pytest.approx([8 / 10 - 1, 9 / 12 - 1])
+
+
+@pytest.mark.parametrize("values, kwargs, message", [
+    ({(1, "smetric"): [1, 1], (1, "A"): [1]}, {}, "same seeds"),
+    ({(1, "smetric"): [1, 1], (1, "A"): [1, 0]}, {}, "positive baseline"),
+    ({(1, "A"): [1, 1]}, {}, "no rows of 'smetric'"),
+    ({(1, "smetric"): [1, 1], (1, "ideal"): [2, 2]}, {}, "no baseline"),
+    ({(1, "smetric"): [1, 1], (1, "A"): [1, 1]}, {"baselines": ["smetric", "A"]}, "its own baseline"),
+])
+def test_pairing_errors(values, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        paired_gains(_frame(values), **kwargs)
+
+
+def test_pairing_rejects_unreduced_loads():
+    df = _frame({(1, "smetric"): [1, 1], (2, "smetric"): [1, 1], (1, "A"): [1, 1], (2, "A"): [1, 1]})
+    with pytest.raises(ValueError, match="several rows"):
+        paired_gains(df)  # no by=["load"]: two rows per (policy, seed)
+
+
+def test_seed_peaks_then_paired_peak_gain():
+    df = _frame({(1, "smetric"): [5, 6], (2, "smetric"): [9, 7], (1, "A"): [8, 4], (2, "A"): [6, 8]})
+    # each policy's peak load from its seed-mean curve (smetric 5.5 / 8, A 6 / 7: both at load 2)
+    peaks = seed_peaks(df, over="load", how="mean")
+    assert peaks.set_index(["policy", "seed"])["goodput_tps"].to_dict() == {
+        ("smetric", 0): 9, ("smetric", 1): 7, ("A", 0): 6, ("A", 1): 8}
+    assert (peaks["peak_load"] == 2).all()
+    assert paired_gains(peaks)["gain"].tolist() == pytest.approx([9 / 6 - 1, 7 / 8 - 1])
+    # default: each seed's own maximum (A peaks at load 1 on seed 0)
+    own = seed_peaks(df, over="load")
+    assert own.set_index(["policy", "seed"]).loc[("A", 0), ["peak_load", "goodput_tps"]].tolist() == [1, 8]
+    assert paired_gains(own)["gain"].tolist() == pytest.approx([9 / 8 - 1, 7 / 8 - 1])
+
+
+def test_seed_peaks_ties_and_errors():
+    df = _frame({(3, "A"): [4, 6], (1, "A"): [6, 4], (2, "A"): [1, 1]})  # loads 1 and 3 tie at mean 5
+    assert (seed_peaks(df, over="load", how="mean")["peak_load"] == 1).all()
+    assert seed_peaks(_frame({(2, "A"): [5], (1, "A"): [5]}), over="load")["peak_load"].tolist() == [1]
+    with pytest.raises(ValueError, match="how"):
+        seed_peaks(df, over="load", how="max")
+    with pytest.raises(ValueError, match="seed column"):
+        seed_peaks(df, over="load", keys=["policy"], how="mean")
+    with pytest.raises(ValueError, match="no column"):
+        seed_peaks(df, over="rpm")
+
+
+def test_gain_intervals_per_group_and_determinism():
+    rng = np.random.default_rng(5)
+    df = _paired_frame(rng, 8, 0.05, 0.02, loads=(8.0, 12.0))
+    a = gain_intervals(paired_gains(df, by=["load"]), by=["load"])
+    b = gain_intervals(paired_gains(df.sample(frac=1.0, random_state=1), by=["load"]), by=["load"])
+    pd.testing.assert_frame_equal(a, b)  # row order of the input does not matter
+    assert list(a.columns) == ["load", "best_baseline", "gain_mean", "ci_low", "ci_high", "n_seeds"]
+    assert a["n_seeds"].tolist() == [8, 8] and (a["best_baseline"] == "A").all()
+    assert ((a["ci_low"] < 0.05) & (0.05 < a["ci_high"])).all()
+
+
+# ------------------------------------------------------------------------------------------ paper values
+@pytest.mark.parametrize("text, unit, kind, points", [
+    ("+0.09", "relative peak goodput TPS (30B)", "gain", [(0.09, 0.09)]),
+    ("-0.36", "relative goodput TPS of lmetric vs bailian", "gain", [(-0.36, -0.36)]),
+    ("+0.01/+0.04/+0.13/+0.26", "relative goodput TPS vs best baseline", "gain",
+     [(0.01, 0.01), (0.04, 0.04), (0.13, 0.13), (0.26, 0.26)]),
+    ("+0.042 / +0.019", "relative TPS", "gain", [(0.042, 0.042), (0.019, 0.019)]),
+    ("+0.02-+0.34 (v1) / +0.09 peak (v2)", "relative prefill TPS", "gain", [(0.09, 0.09)]),
+    ("+0.02-+0.34", "relative prefill TPS", "gain", [(0.02, 0.34)]),
+    ("0.74 vs 0.45", "reuse ratio bailian vs lmetric", "gain", [(0.45 / 0.74 - 1, 0.45 / 0.74 - 1)]),
+    ("-0.07", "relative goodput TPS of load-only vs best (lower bound)", "lower bound", [(-0.07, -0.07)]),
+    ("no regression", "qualitative", "upper bound", [(0.0, 0.0)]),
+    ("robust", "qualitative", "robust", []),
+    ("0.80", "ratio (lower bound)", "text", []),
+    ("2.17", "mean max/mean load imbalance", "text", []),
+])
+def test_parse_paper_value(text, unit, kind, points):
+    value = parse_paper_value(text, unit)
+    assert value.kind == kind
+    assert np.allclose(np.reshape(value.points, (-1, 2)), np.reshape(points, (-1, 2)))
+
+
+@pytest.mark.parametrize("text", ["about a tenth", "+0.34-+0.02", "0 vs 0.5"])
+def test_parse_paper_value_rejects(text):
+    with pytest.raises(ValueError):
+        parse_paper_value(text, "relative TPS")
+
+
+def test_every_comparative_paper_claim_parses():
+    claims = pd.read_csv(repo_root() / "data" / "paper_claims.csv").set_index("claim_id")
+    kinds = {cid: parse_paper_value(r.paper_value, r.unit).kind for cid, r in claims.iterrows()}
+    comparative = {c for c, k in kinds.items() if k != "text"}
+    assert {"C8_reuse_no_global", "C8_tps_no_global", "C9_load_only_provisioned", "C12_gain_vs_load",
+            "C13_peak_30b", "C13_peak_235b", "C14_pd_prefill", "C15_ablation_cost", "C15_ablation_guard",
+            "C16_latency", "C17_robustness"} <= comparative
+    assert kinds["C9_load_only_provisioned"] == "lower bound"
+
+
+# ------------------------------------------------------------------------------------------ claims tables
+def test_values_round_trip():
+    assert parse_values(format_values([0.012, -0.25, np.nan]))[:2] == pytest.approx([0.012, -0.25])
+    assert parse_values(0.5) == [0.5]
+
+
+def test_claim_columns_multi_point():
+    paper = parse_paper_value("+0.01/+0.04/+0.13/+0.26", "relative goodput TPS")
+    ivs = [Interval(0.01, -0.01, 0.03, 8), Interval(0.05, 0.03, 0.07, 8), Interval(0.1, 0.08, 0.12, 9),
+           Interval(0.3, 0.2, 0.4, 8)]
+    cols = claim_columns(ivs, paper)
+    assert cols["verdict"] == "tie"  # 6x's interval contains 0: the claim is at most a tie
+    assert cols["n_seeds"] == 8 and cols["gain_mean"] == "+0.0100/+0.0500/+0.1000/+0.3000"
+    cols = claim_columns(ivs[1:], parse_paper_value("+0.04/+0.13/+0.26", "relative"))
+    assert cols["verdict"] == "reproduced"
+    with pytest.raises(ValueError, match="3 measured point"):
+        claim_columns(ivs[1:], paper)
+
+
+def _claims_row(claim_id, paper_value, unit, intervals, verdict_text=None):
+    cols = claim_columns(intervals, parse_paper_value(paper_value, unit))
+    if verdict_text is not None:
+        cols["verdict"] = verdict_text
+    return {"claim_id": claim_id, "paper_value": paper_value, "unit": unit, **cols}
+
+
+def test_checker_catches_rule_violations(tmp_path):
+    """A hand-made claims.csv: the checker must name exactly the rows that break the rules."""
+    rows = [
+        _claims_row("good_peak", "+0.09", "relative peak goodput TPS", [Interval(0.06, 0.03, 0.09, 8)]),
+        _claims_row("good_bound", "-0.07", "relative goodput TPS (lower bound)", [Interval(-0.01, -0.04, 0.02, 8)]),
+        _claims_row("zero_called_reproduced", "+0.09", "relative peak goodput TPS", [Interval(0.05, -0.01, 0.11, 8)],
+                    verdict_text="reproduced"),
+        _claims_row("zero_called_direction", "+0.04/+0.13", "relative goodput TPS",
+                    [Interval(0.05, 0.02, 0.08, 8), Interval(0.02, -0.01, 0.05, 8)], verdict_text="direction only"),
+        _claims_row("hand_written", "-0.36", "relative goodput TPS", [Interval(1.2, 0.9, 1.5, 8)],
+                    verdict_text="not reproduced"),
+        {"claim_id": "not_measured", "paper_value": "+0.15", "unit": "relative", "gain_mean": np.nan,
+         "ci_low": np.nan, "ci_high": np.nan, "n_seeds": np.nan, "verdict": "not checked"},
+    ]
+    path = tmp_path / "claims.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    problems = verdict_violations(pd.read_csv(path))
+    named = sorted({p.split(":")[0] for p in problems})
+    assert named == ["hand_written", "zero_called_direction", "zero_called_reproduced"]
+    assert any("contains 0" in p and p.startswith("zero_called_reproduced") for p in problems)
+    table = pd.read_csv(path).set_index("claim_id")
+    assert row_verdict(table.loc["hand_written"]) == "contradicted"
+
+
+def test_committed_claims_follow_the_rules():
+    """figures/claims.csv: every row with an interval has the rules' verdict; none containing 0 is called
+    reproduced or direction only. Rows without the interval columns (not yet measured this way) are skipped."""
+    table = pd.read_csv(repo_root() / "figures" / "claims.csv")
+    if not {"ci_low", "ci_high"} <= set(table.columns):
+        pytest.skip("figures/claims.csv has no interval columns yet")
+    assert table[["ci_low", "ci_high"]].notna().any(axis=None), "interval columns present but empty"
+    assert verdict_violations(table) == []
