@@ -45,6 +45,9 @@ TRACES: dict[str, TraceEntry] = {e.name: e for e in (
     TraceEntry("azure-conv", "azure_llm_inference_2023_conv.csv.gz", "azure",
                "Azure LLM inference 2023, conversation: 19,366 arrivals and lengths, no hashes (Splitwise)",
                "CC-BY-4.0"),
+    TraceEntry("claude-code", "weka_claude_code_512.tar.gz", "kvcache-tester",
+               "710 real Claude Code sessions (kv-cache-tester, WEKA), 49,334 calls, 64-token chained hashes "
+               "coarsened to 512 tokens (make_claude_code_512.py regenerates it from the original)", "Apache-2.0"),
     TraceEntry("tracelab-example", "tracelab_example_sanitized_round_trace.jsonl.gz", "tracelab",
                "TraceLab: 2 coding-agent sessions (Claude Code, Codex), 19 LLM rounds", "CC-BY-4.0"),
 )}
@@ -70,10 +73,11 @@ def trace_entry(name: str) -> TraceEntry:
 
 
 def trace_path(name_or_path: str | os.PathLike) -> Path:
-    """The file of a short name (resolved in ``data_dir()/traces``) or an existing path as given."""
+    """The file of a short name (resolved in ``data_dir()/traces``) or an existing path as given (a
+    folder too: kv-cache-tester traces are folders of session files)."""
     if not isinstance(name_or_path, str) or name_or_path not in TRACES:
         path = Path(name_or_path)
-        if path.is_file():
+        if path.is_file() or path.is_dir():
             return path
         raise FileNotFoundError(
             f"{str(name_or_path)!r} is neither an existing file nor a known trace ({', '.join(trace_names())})"
