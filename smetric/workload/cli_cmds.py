@@ -9,9 +9,9 @@ import sys
 
 from .characterize import DEFAULT_LRU_BLOCKS
 from .loaders import FORMATS, NATIVE_BLOCK_SIZE
+from .synthetic import DEFAULT_PRESET, PRESETS
 from .writers import WRITERS
 
-PRESETS = ("agent", "chat")
 _COUNT_KEYS = ("n_requests", "n_sessions", "block_size")  # printed as JSON integers (NaN -> null)
 
 
@@ -55,11 +55,12 @@ def run_characterize(args: argparse.Namespace) -> int:
 
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
-    parser.description = ("Generate synthetic agent (or chat) sessions and write them as a Mooncake or Bailian "
-                          "trace. Without --block-size the format's native block size is used.")
+    parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "
+                          "or Bailian trace. Without --block-size the format's native block size is used.")
     parser.add_argument("--out", required=True, help="output file (.jsonl, or .jsonl.gz for gzip)")
     parser.add_argument("--format", required=True, choices=sorted(WRITERS), help="trace format to write")
-    parser.add_argument("--preset", choices=PRESETS, default="agent", help="session model (default: agent)")
+    parser.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+                        help="session model (default: %(default)s; sources in smetric.workload.synthetic)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--sessions", type=int, help="number of complete sessions (default 2000)")
     size.add_argument("--duration", type=float, help="a time window (s) of steady session arrivals instead")
@@ -75,7 +76,7 @@ def register_synth(parser: argparse.ArgumentParser) -> None:
 
 def run_synth(args: argparse.Namespace) -> int:
     """Generate, write, and print a one-line summary; exit 2 on bad parameters."""
-    from .synthetic import AGENT, CHAT, synth_workload, with_overrides
+    from .synthetic import get_preset, synth_workload, with_overrides
     from .writers import write_trace
 
     overrides = {"block_size": args.block_size or NATIVE_BLOCK_SIZE[args.format]}
@@ -85,7 +86,7 @@ def run_synth(args: argparse.Namespace) -> int:
         overrides["session_rate"] = args.session_rate
     n_sessions = None if args.duration is not None else 2000 if args.sessions is None else args.sessions
     try:
-        config = with_overrides(AGENT if args.preset == "agent" else CHAT, **overrides)
+        config = with_overrides(get_preset(args.preset).config, **overrides)
         workload = synth_workload(config, n_sessions, args.seed, duration=args.duration, warmup=args.warmup)
         path = write_trace(workload, args.out, args.format)
     except ValueError as exc:
