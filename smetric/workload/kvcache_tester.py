@@ -226,7 +226,7 @@ def _get(rec: dict, key: str, where: str, kind: str, *, minimum: float | None = 
 
 @dataclass
 class _Calls:
-    """Per-call columns gathered over all files (chains contiguous, in chain order)."""
+    """Per-call columns gathered over all files (each chain's calls contiguous and in order)."""
 
     conversation: list[int]
     chain: list[int]
@@ -279,7 +279,7 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
     buf = np.frombuffer(blob, dtype=np.uint8)
     values, counts, bad, at = _parse_int_lists(buf, starts, ends)
     if bad >= 0:
-        raise _Bad(None, f"hash_ids: not a list of 64-bit integers (at byte {at})", blob.count(b"\n", 0, at) + 1)
+        raise _Bad("hash_ids", f"not a list of 64-bit integers (at byte {at})", blob.count(b"\n", 0, at) + 1)
 
     def line_of(slot: int | None) -> int:
         return 1 if slot is None else blob.count(b"\n", 0, int(starts[slot])) + 1
@@ -294,6 +294,7 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
             raise _Bad(where.rstrip(".") or "requests", f"must be a non-empty list of requests, got {_short(requests)}")
         chain = first_chain + n_chains
         n_chains += 1
+        rows = []  # this chain's calls, added after any sub-agent's so that every chain is contiguous
         prev_t = prev_api = None
         for k, rec in enumerate(requests):
             here = f"{where}[{k}]."
@@ -336,10 +337,12 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
                 gap = max(t - prev_t - prev_api, 0.0)
             else:
                 gap = t - prev_t
-            for column, value in zip(local.__dict__.values(),
-                                     (conversation, chain, spawn + t, inp, out, gap, prefix, family, slot)):
-                column.append(value)
+            rows.append((conversation, chain, spawn + t, inp, out, gap, prefix, family, slot))
             prev_t, prev_api = t, api
+        if not rows:
+            raise _Bad(where, "holds only sub-agents: a conversation or sub-agent needs calls of its own")
+        for column, values in zip(local.__dict__.values(), zip(*rows)):
+            column.extend(values)
 
     prefix = _get(doc, "tool_tokens", "", "int") + _get(doc, "system_tokens", "", "int")
     if "requests" not in doc:
@@ -355,7 +358,7 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
 class Conversations:
     """Parsed kv-cache-tester conversations, without absolute time (one row per call).
 
-    Calls are grouped by chain (a conversation's own calls, or one sub-agent's), in chain order.
+    Calls are grouped by chain (a conversation's own calls, or one sub-agent's), each chain in order.
     ``t`` is the call's time from its conversation's start. Block ids are the Workload's chained
     ids (full blocks from the trace, a fresh id for a partial tail); ``n_ids`` bounds them.
     """
