@@ -83,6 +83,10 @@ def test_synth_other_presets_round_trip_within_their_bands(tmp_path, capsys, pre
 def test_characterize_kvcache_tester_catalog_trace(capsys):
     out = _characterize_json(capsys, "claude-code")
     assert out["n_requests"] == 49334 and 0.95 <= out["reuse_ratio"] <= 0.98
+    shared = _characterize_json(capsys, "claude-code", "--shared-prefix")
+    assert shared["first_turn_reuse_ratio"] > out["first_turn_reuse_ratio"] + 0.05
+    assert main(["characterize", "azure-code", "--shared-prefix"]) == 2
+    assert "take no replay options" in capsys.readouterr().err
 
 
 def test_synth_bailian_round_trip_keeps_sessions(tmp_path, capsys):

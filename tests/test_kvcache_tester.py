@@ -149,6 +149,7 @@ def _broken(edit):
     (_broken(lambda d: d["requests"][0].update(out=-3)), "requests[0].out", "is negative (-3)"),
     (_broken(lambda d: d["requests"][0].update(**{"in": 100})), "requests[0].hash_ids", "in=100 allows at most 2"),
     (_broken(lambda d: d["requests"][0].update(hash_ids=[1, "x"])), "hash_ids", "not a list of 64-bit integers"),
+    (_broken(lambda d: d["requests"][0].update(hash_ids=[1, 2 ** 70])), "hash_ids", "not a list of 64-bit integers"),
     (_broken(lambda d: d["requests"][0].update(hash_ids="1,2")), "requests[0].hash_ids", "must be a list"),
     (_broken(lambda d: d["requests"][1].update(t=-1.0)), "requests[1].t", "is negative"),
     (_broken(lambda d: d["requests"][3].update(t=4.0)), "requests[3].t", "before the previous call's 5 s"),

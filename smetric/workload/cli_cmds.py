@@ -26,6 +26,9 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lru-blocks", type=int, nargs="*", default=list(DEFAULT_LRU_BLOCKS), metavar="C",
                         help="LRU capacities in blocks (default: %(default)s)")
     parser.add_argument("--block-size", type=int, help="re-block to this multiple of the trace's block size")
+    parser.add_argument("--shared-prefix", action="store_true",
+                        help="kvcache-tester only: treat the tool/system prefix as common to all conversations "
+                             "(an assumption, off by default)")
 
 
 def run_characterize(args: argparse.Namespace) -> int:
@@ -34,11 +37,15 @@ def run_characterize(args: argparse.Namespace) -> int:
     from .errors import TraceFormatError
     from .loaders import load_trace
 
+    replay = {"shared_prefix": True} if args.shared_prefix else {}
     try:
-        workload = load_trace(args.trace, format=args.format, block_size=args.block_size)
+        workload = load_trace(args.trace, format=args.format, block_size=args.block_size, **replay)
     except (TraceFormatError, FileNotFoundError) as exc:
         print(f"smetric characterize: {exc}", file=sys.stderr)
         return 1
+    except TypeError as exc:  # --shared-prefix on another format
+        print(f"smetric characterize: {exc}", file=sys.stderr)
+        return 2
     try:
         stats = characterize(workload, lru_blocks=args.lru_blocks)
     except ValueError as exc:
