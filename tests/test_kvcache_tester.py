@@ -124,6 +124,22 @@ def test_rate_and_seed_set_the_conversation_starts(tmp_path):
         conv.workload(requests_per_minute=-1.0)
 
 
+def test_window_mode_redraws_conversations_as_new_users(tmp_path):
+    docs = {f"c{k:02d}.json": dict(CONV_B, id=str(k)) for k in range(20)}
+    conv, _ = read_conversations(_write(tmp_path / "few", docs))
+    w = conv.workload(requests_per_minute=12.0, duration=3600.0, warmup=600.0, seed=4)  # 0.1 conversations/s
+    assert w.arrival.min() >= 0 and w.arrival.max() < 3600
+    assert 60 * len(w) / 3600 == pytest.approx(12.0, rel=0.15)
+    assert w.n_sessions > 20  # the 20 conversations recur as new sessions
+    firsts = w.block_ids[w.block_offsets[:-1][w.turn == 0]]
+    assert len(np.unique(firsts)) == (w.turn == 0).sum()  # and never share blocks with another copy
+    assert (w.turn[w.parent < 0] > 0).any() or (w.turn == 0).all()
+    again = conv.workload(requests_per_minute=12.0, duration=3600.0, warmup=600.0, seed=4)
+    np.testing.assert_array_equal(w.block_ids, again.block_ids)
+    with pytest.raises(ValueError, match="duration"):
+        conv.workload(duration=-1.0)
+
+
 def test_folder_tar_and_file_read_alike(folder, tmp_path):
     archive = _tar(tmp_path / "sessions.tar.gz", {"a.json": CONV_A, "b.json": CONV_B})
     assert detect_format(folder) == detect_format(archive) == detect_format(folder / "a.json") == "kvcache-tester"

@@ -18,7 +18,8 @@ the :class:`~smetric.workload.Workload`:
 - **block ids**: local ids are offset per conversation (equal ids in different conversations mean
   nothing); the trailing partial block gets a fresh id. The ids are checked to be chained.
 - **arrivals**: the data has no absolute time. Conversations start as a Poisson process at an
-  offered rate (seeded ``numpy.random.Generator``), in a seeded random order; a call arrives at its
+  offered rate (seeded ``numpy.random.Generator``): each once in a random order, or, over a time
+  window, drawn with replacement (:meth:`Conversations.workload`); a call arrives at its
   conversation's start plus its recorded ``t`` (a sub-agent's calls at start + spawn ``t`` + their own).
 - **gap** (think time, from the parent's completion, used by closed replay): ``think_time``; where
   it is absent, ``t - t_prev - api_time_prev`` (clipped at 0), or ``t - t_prev`` without ``api_time``.
@@ -182,13 +183,13 @@ def _fill_blocks(values, start, have, offsets, n_ids, prefix, family, width):
 
 
 @njit(cache=True)
-def _gather(block_ids, old_offsets, order, new_offsets):
-    """Block ids of the calls in ``order`` (CSR)."""
+def _gather(block_ids, old_offsets, calls, new_offsets, shift):
+    """Block ids of ``calls`` (CSR), row ``r``'s shifted by ``shift[r]``."""
     out = np.empty(new_offsets[-1], dtype=np.int64)
-    for r in range(len(order)):
-        lo = old_offsets[order[r]]
+    for r in range(len(calls)):
+        lo = old_offsets[calls[r]]
         for j in range(new_offsets[r + 1] - new_offsets[r]):
-            out[new_offsets[r] + j] = block_ids[lo + j]
+            out[new_offsets[r] + j] = block_ids[lo + j] + shift[r]
     return out
 
 
@@ -220,7 +221,7 @@ def _get(rec: dict, key: str, where: str, kind: str, *, minimum: float | None = 
         need = {"int": "an integer", "number": "a finite number", "str": "a string"}[kind]
         raise _Bad(where + key, f"must be {need}, got {_short(value)}")
     if minimum is not None and kind != "str" and value < minimum:
-        raise _Bad(where + key, f"is negative ({value})")
+        raise _Bad(where + key, f"is negative ({value})" if minimum == 0 else f"must be >= {minimum}, got {value}")
     return value
 
 
@@ -360,7 +361,7 @@ class Conversations:
 
     Calls are grouped by chain (a conversation's own calls, or one sub-agent's), each chain in order.
     ``t`` is the call's time from its conversation's start. Block ids are the Workload's chained
-    ids (full blocks from the trace, a fresh id for a partial tail); ``n_ids`` bounds them.
+    ids (full blocks from the trace, a fresh id for a partial tail).
     """
 
     conversation: np.ndarray
@@ -386,13 +387,18 @@ class Conversations:
         return len(self.t) / self.n_conversations
 
     def workload(self, *, requests_per_minute: float | None = None, session_rate: float | None = None,
-                 seed: int = 0) -> Workload:
-        """Every conversation once, starting as a Poisson process in a seeded random order.
+                 seed: int = 0, duration: float | None = None, warmup: float = 0.0) -> Workload:
+        """The calls in time: conversations start as a Poisson process (seeded).
 
-        Exactly one of ``requests_per_minute`` (long-run request rate: conversations per second
-        = rate / 60 / :attr:`calls_per_conversation`) and ``session_rate`` (conversations per second);
-        neither means :data:`DEFAULT_REQUESTS_PER_MINUTE`. Conversations last up to hours, so a finite
-        set of them never reaches that rate in steady state: the rate sets how densely they overlap.
+        At most one of ``requests_per_minute`` (long-run request rate; conversations per second =
+        rate / 60 / :attr:`calls_per_conversation`) and ``session_rate`` (conversations per second);
+        neither means :data:`DEFAULT_REQUESTS_PER_MINUTE`. Without ``duration`` every conversation
+        starts once, in a seeded random order; conversations last up to days, so such a trace never
+        reaches the rate in steady state (the rate only sets how densely they overlap). With
+        ``duration`` (s), conversations start over ``[-warmup, duration)``, each drawn uniformly with
+        replacement (a copy gets block ids and a session of its own: another user with the same
+        history), and the calls arriving in ``[0, duration)`` are kept (cut conversations keep their
+        turn numbers): with a warmup of several hours the window runs close to the rate.
         """
         if requests_per_minute is not None and session_rate is not None:
             raise ValueError("give at most one of requests_per_minute and session_rate")
@@ -404,26 +410,53 @@ class Conversations:
         if not (session_rate > 0 and math.isfinite(session_rate)):
             raise ValueError(f"session_rate must be a positive number, got {session_rate!r}")
         rng = np.random.default_rng(seed)
-        start = np.empty(self.n_conversations)
-        start[rng.permutation(self.n_conversations)] = np.cumsum(rng.exponential(1.0 / session_rate,
-                                                                                 self.n_conversations))
-        return self._placed(start[self.conversation] + self.t)
+        if duration is None:
+            which = rng.permutation(self.n_conversations)
+            start = np.cumsum(rng.exponential(1.0 / session_rate, self.n_conversations))
+            return self._placed(which, start)
+        if not (duration > 0 and math.isfinite(duration)) or not (warmup >= 0 and math.isfinite(warmup)):
+            raise ValueError(f"duration must be > 0 and warmup >= 0 (s), got duration={duration!r}, warmup={warmup!r}")
+        n = rng.poisson(session_rate * (duration + warmup))
+        if n == 0:
+            raise ValueError(f"no conversation starts in {duration + warmup} s at {session_rate:.4g}/s")
+        start = np.sort(rng.uniform(0.0, duration + warmup, n)) - warmup
+        workload = self._placed(rng.integers(0, self.n_conversations, n), start, end=duration)
+        return workload.window(0.0, duration)
 
-    def _placed(self, arrival: np.ndarray) -> Workload:
-        n = len(arrival)
-        first = np.ones(n, dtype=bool)
-        first[1:] = self.chain[1:] != self.chain[:-1]
+    def _placed(self, which: np.ndarray, start: np.ndarray, end: float | None = None) -> Workload:
+        """Copy ``k`` of the conversations is conversation ``which[k]`` starting at ``start[k]``; calls
+        arriving at or after ``end`` are left out (a chain's suffix, so no parent is lost)."""
+        by_conversation = np.argsort(which, kind="stable")  # the k-th copy of a conversation: ids, sessions of its own
+        group_start = np.searchsorted(which[by_conversation], which[by_conversation])
+        repeat = np.empty(len(which), dtype=np.int64)
+        repeat[by_conversation] = np.arange(len(which)) - group_start
+        n_calls = np.bincount(self.conversation, minlength=self.n_conversations)
+        first_call = np.concatenate([[0], np.cumsum(n_calls)[:-1]])
+        counts = n_calls[which]
+        copy = np.repeat(np.arange(len(which)), counts)
+        call = np.repeat(first_call[which] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) \
+            + np.arange(int(counts.sum()))
+        arrival = start[copy] + self.t[call]
+        if end is not None:
+            keep = arrival < end
+            copy, call, arrival = copy[keep], call[keep], arrival[keep]
+        chain_first = np.ones(len(self.chain), dtype=bool)
+        chain_first[1:] = self.chain[1:] != self.chain[:-1]
+        chain_start = np.maximum.accumulate(np.where(chain_first, np.arange(len(self.chain)), 0))
+        n = len(call)
         order = np.lexsort((np.arange(n), arrival))
         row = np.empty(n, dtype=np.int64)
         row[order] = np.arange(n)
-        parent = np.where(first, -1, row[np.maximum(np.arange(n) - 1, 0)])
-        chain_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
-        turn = np.arange(n) - chain_start
+        parent = np.where(chain_first[call], -1, row[np.maximum(np.arange(n) - 1, 0)])  # the previous call
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.diff(self.block_offsets)[order], out=offsets[1:])
-        return Workload(arrival=arrival[order], input_len=self.input_len[order], output_len=self.output_len[order],
-                        session=self.chain[order], turn=turn[order], parent=parent[order], gap=self.gap[order],
-                        block_offsets=offsets, block_ids=_gather(self.block_ids, self.block_offsets, order, offsets),
+        np.cumsum(np.diff(self.block_offsets)[call[order]], out=offsets[1:])
+        id_span = int(self.block_ids.max(initial=-1)) + 1
+        n_chains = int(self.chain.max(initial=-1)) + 1
+        call, copy = call[order], copy[order]
+        return Workload(arrival=arrival[order], input_len=self.input_len[call], output_len=self.output_len[call],
+                        session=self.chain[call] + n_chains * repeat[copy], turn=call - chain_start[call],
+                        parent=parent[order], gap=self.gap[call], block_offsets=offsets,
+                        block_ids=_gather(self.block_ids, self.block_offsets, call, offsets, id_span * repeat[copy]),
                         block_size=self.block_size, name=self.name)
 
 
