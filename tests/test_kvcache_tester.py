@@ -11,7 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smetric.workload import TraceFormatError, TraceSkipWarning, detect_format, load_trace, read_trace
+from smetric.workload import (
+    TraceFormatError,
+    TraceSkipWarning,
+    detect_format,
+    load_trace,
+    read_trace,
+)
 from smetric.workload.characterize import characterize, prefix_reuse
 from smetric.workload.kvcache_tester import read_conversations
 
@@ -231,7 +237,8 @@ def test_compact_script_keeps_every_eighth_id_and_the_reuse(tmp_path):
     assert coarse.block_size == 512
     np.testing.assert_array_equal(coarse.block_offsets, fine.block_offsets)
     np.testing.assert_array_equal(prefix_reuse(coarse)["hit_tokens"], prefix_reuse(fine)["hit_tokens"])
-    doc = json.loads(tarfile.open(compact).extractfile("weka_claude_code_512/a.json").read())
+    with tarfile.open(compact) as archive:
+        doc = json.loads(archive.extractfile("weka_claude_code_512/a.json").read())
     assert doc["requests"][3]["hash_ids"] == [8, 16] and "kv-cache-tester" in doc["derived_from"]
 
 

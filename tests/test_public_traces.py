@@ -4,7 +4,13 @@
 import numpy as np
 import pytest
 
-from smetric.workload import TRACES, load_trace, trace_path, write_bailian, write_mooncake
+from smetric.workload import (
+    TRACES,
+    load_trace,
+    trace_path,
+    write_bailian,
+    write_mooncake,
+)
 from smetric.workload.characterize import characterize
 from smetric.workload.synthetic import synth_agent_workload
 

@@ -491,8 +491,9 @@ def read_conversations(source: str | os.PathLike, *, block_size: int | None = No
         scopes.add(doc.get("hash_id_scope", "local"))
         if len(sizes) > 1 or len(scopes) > 1:
             what = "block_size" if len(sizes) > 1 else "hash_id_scope"
-            raise TraceFormatError(member, 1, what, f"differs from the files before it ({sorted(map(str, sizes | scopes))}): "
-                                                    "one trace needs one block size and one id scope")
+            seen = sorted(map(str, sizes if what == "block_size" else scopes))
+            raise TraceFormatError(member, 1, what, f"differs from the files before it ({', '.join(seen)}): one trace "
+                                                    "needs one block size and one id scope")
         names.append(member)
         hash_values.append(values)
         hash_counts.append(counts)
