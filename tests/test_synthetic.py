@@ -41,6 +41,12 @@ def test_named_preset_meets_its_calibration_bands(name):
                      PRESETS[name].targets)
 
 
+def test_tracelab_preset_meets_its_bands_and_long_context_share():
+    w = synth_agent_workload(300, seed=0, preset="tracelab")
+    _assert_in_bands(characterize(w, lru_blocks=()), PRESETS["tracelab"].targets)
+    assert np.mean(w.input_len >= 100_000) == pytest.approx(0.61, abs=0.05)  # TraceLab: 61 % of rounds >= 100k
+
+
 def test_bailian_coder_shape_beyond_the_bands():
     w = synth_agent_workload(2000, seed=0, preset="bailian-coder")
     assert w.block_size == 16 and w.input_len.max() <= BAILIAN_CODER.max_context < 25_777  # public max 25,777
@@ -50,7 +56,7 @@ def test_bailian_coder_shape_beyond_the_bands():
 
 
 def test_presets_are_named_and_the_default_is_long_context():
-    assert set(PRESETS) == {"bailian-coder", "toolagent", "long-context", "chat"}
+    assert set(PRESETS) == {"bailian-coder", "toolagent", "tracelab", "long-context", "chat"}
     assert get_preset("long-context").config is AGENT and get_preset("chat").targets is CHAT_TARGETS
     for preset in PRESETS.values():
         assert all(lo <= hi and source for lo, hi, source in preset.targets.values())

@@ -1,5 +1,5 @@
 """Synthetic session workloads and their named presets (:data:`PRESETS`: ``bailian-coder``, ``toolagent``,
-``long-context``, ``chat``), each calibrated to public trace statistics and SMetric §3, with its sources.
+``tracelab``, ``long-context``, ``chat``), each calibrated to trace statistics and SMetric §3, with its sources.
 
 A session is one growing transcript. Its first request is a **shared system prompt** (one of a few,
 Zipf-popular across sessions) followed by the user's task; every later turn appends the previous
@@ -22,7 +22,7 @@ the tokens beyond the parent's prompt + reply (beyond the system prompt for a fi
 new prefix after a compaction). Gaps are a heavy-tailed mixture: a log-normal tool (or, in chat,
 reading/typing) time, or with probability ``long_gap_prob`` a longer log-normal user pause.
 
-Block size: each preset sets one (``long-context`` and ``toolagent`` 512 tokens, Mooncake's;
+Block size: each preset sets one (``long-context``, ``toolagent``, ``tracelab`` 512 tokens, Mooncake's;
 ``bailian-coder`` and ``chat`` 16, Bailian's). ``long-context`` prompts average ~34k tokens, so
 16-token blocks would mean ~2,000 ids per request (2G ids for 1M requests); 512-token blocks keep it
 at ~70 per request, lose under 1.5 % of the reuse to block rounding, and coarsen exactly to any multiple.
@@ -40,7 +40,8 @@ from .core import Workload
 
 __all__ = [
     "AGENT", "AGENT_TARGETS", "BAILIAN_CODER", "BAILIAN_CODER_TARGETS", "CHAT", "CHAT_TARGETS", "DEFAULT_PRESET",
-    "PRESETS", "Preset", "SessionWorkloadConfig", "TOOLAGENT", "TOOLAGENT_TARGETS", "expected_turns", "get_preset",
+    "PRESETS", "Preset", "SessionWorkloadConfig", "TOOLAGENT", "TOOLAGENT_TARGETS", "TRACELAB", "TRACELAB_TARGETS",
+    "expected_turns", "get_preset",
     "session_rate", "synth_agent_workload", "synth_chat_workload", "synth_workload", "with_overrides",
 ]
 
@@ -236,6 +237,44 @@ TOOLAGENT_TARGETS: dict[str, tuple[float, float, str]] = {
     "reuse_ratio": (0.55, 0.61, "Mooncake tool&agent: cache ratio 57.1 % (recomputed) to 59 % (paper), +-0.02"),
 }
 
+#: ``tracelab``: coding-agent sessions of the TraceLab full release (uw-syfi/TraceLab v0.0.1, CC BY 4.0;
+#: real Claude Code and Codex rounds; third-party statistics in ``shared/reference/traces.md`` §3.5):
+#: 357,161 rounds in 4,265 sessions (83.7 per session), input p50 124,018 with 61 % of rounds at 100k
+#: or more, provider cache read 95.7 % of input tokens, inter-round gap p50 8.8 s, p99 1,782 s (taken
+#: as arrival to arrival). The output p50 273 is from the 19-round example only (2 sessions): weak.
+#: The ~15k-token system/tool prefix is an assumption (Claude Code's tool_tokens + system_tokens
+#: median in the kv-cache-tester sessions, ``shared/traces/README.md``); 200k-token context (Claude's
+#: window) with compaction to 50k. 512-token blocks. Measured: 300 sessions, seed 0.
+#:
+#: ================================  =================  ============================ ====================
+#: statistic                         target             source                       measured (seed 0)
+#: ================================  =================  ============================ ====================
+#: input_p50                         124,018            TraceLab (third party)       118,608
+#: share of rounds >= 100k tokens    0.61               TraceLab (third party)       0.627
+#: reuse_ratio                       0.957              provider cache read          0.948
+#: turns_mean                        83.7               357,161 / 4,265              83.5
+#: turn_interval p50 / p99 (s)       8.8 / 1,782        TraceLab (third party)       9.9 / 1,827
+#: output_p50                        273                19-round example (weak)      272
+#: ================================  =================  ============================ ====================
+TRACELAB = replace(
+    AGENT, turns_median=45.0, turns_sigma=1.2,
+    n_system_prompts=4, system_prompt_median=15_000.0, system_prompt_sigma=0.3,
+    first_input_median=6_000.0, first_input_sigma=1.0, first_input_min=512,
+    append_median=2_000.0, append_sigma=1.2, max_context=200_000, compact_tokens=50_000,
+    output_median=273.0, output_sigma=1.0, max_output=32_000,
+    gap_median=1.0, gap_sigma=1.2, long_gap_prob=0.03, long_gap_median=1_200.0, long_gap_sigma=1.0,
+    name="tracelab",
+)
+
+TRACELAB_TARGETS: dict[str, tuple[float, float, str]] = {
+    "input_p50": (99_214, 148_822, "TraceLab full release (third party): input p50 124,018"),
+    "reuse_ratio": (0.937, 0.977, "TraceLab full release: provider cache read 95.7 % of input tokens, +-0.02"),
+    "turns_mean": (67.0, 100.4, "TraceLab full release: 357,161 rounds / 4,265 sessions = 83.7"),
+    "turn_interval_p50": (6.6, 11.0, "TraceLab full release (third party): inter-round gap p50 8.8 s"),
+    "turn_interval_p99": (1_336, 2_228, "TraceLab full release (third party): inter-round gap p99 1,782 s"),
+    "output_p50": (218, 328, "TraceLab 19-round example (weak): output p50 273"),
+}
+
 #: ``chat``: few turns, ~1k-token prompts and ~400-token replies, user think times of minutes; reuse
 #: in the 54-62 % band of the public Bailian chat traces A/B (SMetric abstract). 16-token blocks.
 CHAT = SessionWorkloadConfig(
@@ -264,6 +303,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "bailian-coder": Preset(BAILIAN_CODER, BAILIAN_CODER_TARGETS),
     "toolagent": Preset(TOOLAGENT, TOOLAGENT_TARGETS),
+    "tracelab": Preset(TRACELAB, TRACELAB_TARGETS),
     "long-context": Preset(AGENT, AGENT_TARGETS),
     "chat": Preset(CHAT, CHAT_TARGETS),
 }
