@@ -128,17 +128,17 @@ class SessionWorkloadConfig:
 #: Findings 1-5. 45 requests per minute per instance on 32 instances (Finding 6). It was the only agent
 #: preset of the first figures and stays for comparison. Measured values: 2,000 sessions, seed 0.
 #:
-#: ================================  =================  ============================ ====================
-#: statistic                         target             source                       measured (seed 0)
-#: ================================  =================  ============================ ====================
-#: reuse_ratio                       > 0.80             SMetric Finding 1            0.896
-#: intra_session_reuse_share         > 0.65             Finding 2                    0.980
-#: first_turn_reuse_ratio            0.18-0.20          Finding 3                    0.190
-#: reuse_within_100s                 ~0.90              Finding 4                    0.919
-#: top25_session_token_share         > 0.80             Finding 5                    0.895
-#: input mean / p50 / p90            33.6k / 20k / 88k  agentic-kvc report (private) 30.7k / 21.0k / 68.9k
-#: output mean / p50                 445 / 80           agentic-kvc report (private) 452 / 80
-#: ================================  =================  ============================ ====================
+#: =========================  =================  ============================  =====================
+#: statistic                  target             source                        measured (seed 0)
+#: =========================  =================  ============================  =====================
+#: reuse_ratio                > 0.80             SMetric Finding 1             0.896
+#: intra_session_reuse_share  > 0.65             Finding 2                     0.980
+#: first_turn_reuse_ratio     0.18-0.20          Finding 3                     0.190
+#: reuse_within_100s          ~0.90              Finding 4                     0.919
+#: top25_session_token_share  > 0.80             Finding 5                     0.895
+#: input mean / p50 / p90     33.6k / 20k / 88k  agentic-kvc report (private)  30.7k / 21.0k / 68.9k
+#: output mean / p50          445 / 80           agentic-kvc report (private)  452 / 80
+#: =========================  =================  ============================  =====================
 AGENT = SessionWorkloadConfig()
 
 AGENT_TARGETS: dict[str, tuple[float, float, str]] = {
@@ -170,19 +170,19 @@ AGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 #: public p99 14,406; the public max 25,777 as a threshold piles long sessions near it and lifts the
 #: input mean to ~10k). 16-token blocks (Bailian's).
 #:
-#: ================================  =================  ===========================  ==================
-#: statistic                         target             source                       measured (seed 0)
-#: ================================  =================  ===========================  ==================
-#: input_mean / p50 / p99            5,748/4,540/14,406 BAILIAN coder (public)       5,979/5,380/13,807
-#: output_mean / p50                 808 / 469          BAILIAN coder (public)       803 / 466
-#: reuse_ratio                       > 0.80             SMetric Finding 1            0.844
-#: intra_session_reuse_share         > 0.65             Finding 2                    0.994
-#: first_turn_reuse_ratio            0.18-0.20          Finding 3                    0.193
-#: reuse_within_100s                 ~0.90              Finding 4                    0.918
-#: top25_session_token_share         > 0.80             Finding 5                    0.852
-#: follow_up_share                   (0.386, public)    not a target (see above)     0.907
-#: turn_interval p50 / p90 (s)       (117.7 / 941.8)    not a target (see above)     21 / 100
-#: ================================  =================  ===========================  ==================
+#: ===========================  ==================  ========================  ==================
+#: statistic                    target              source                    measured (seed 0)
+#: ===========================  ==================  ========================  ==================
+#: input_mean / p50 / p99       5,748/4,540/14,406  BAILIAN coder (public)    5,979/5,380/13,807
+#: output_mean / p50            808 / 469           BAILIAN coder (public)    803 / 466
+#: reuse_ratio                  > 0.80              SMetric Finding 1         0.844
+#: intra_session_reuse_share    > 0.65              Finding 2                 0.994
+#: first_turn_reuse_ratio       0.18-0.20           Finding 3                 0.193
+#: reuse_within_100s            ~0.90               Finding 4                 0.918
+#: top25_session_token_share    > 0.80              Finding 5                 0.852
+#: follow_up_share              (0.386, public)     not a target (see above)  0.907
+#: turn_interval p50 / p90 (s)  (117.7 / 941.8)     not a target (see above)  21 / 100
+#: ===========================  ==================  ========================  ==================
 BAILIAN_CODER = replace(
     AGENT, turns_median=4.0, turns_sigma=1.4,
     n_system_prompts=8, system_prompt_median=420.0, system_prompt_sigma=0.3,
@@ -212,13 +212,13 @@ BAILIAN_CODER_TARGETS: dict[str, tuple[float, float, str]] = {
 #: and mostly single-request sessions (the file has no session ids; the turn count is an
 #: assumption that lands the reuse in the 57-59 % band). 512-token blocks (Mooncake's).
 #:
-#: ================================  =================  ===========================  ==================
-#: statistic                         target             source                       measured (seed 0)
-#: ================================  =================  ===========================  ==================
-#: input_mean / p50 / p90            8,596/6,346/16,810 Mooncake paper / third party 8,769/6,681/15,989
-#: output_mean / p50                 182 / 3-25         Mooncake paper / slice       178 / 22
-#: reuse_ratio                       0.57-0.59          third party / paper          0.583
-#: ================================  =================  ===========================  ==================
+#: ======================  ==================  ============================  ==================
+#: statistic               target              source                        measured (seed 0)
+#: ======================  ==================  ============================  ==================
+#: input_mean / p50 / p90  8,596/6,346/16,810  Mooncake paper / third party  8,769/6,681/15,989
+#: output_mean / p50       182 / 3-25          Mooncake paper / slice        178 / 22
+#: reuse_ratio             0.57-0.59           third party / paper           0.583
+#: ======================  ==================  ============================  ==================
 TOOLAGENT = replace(
     AGENT, turns_median=1.0, turns_sigma=0.8,
     n_system_prompts=4, system_prompt_median=3_700.0, system_prompt_sigma=0.5,
@@ -246,16 +246,16 @@ TOOLAGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 #: median in the kv-cache-tester sessions, ``shared/traces/README.md``); 200k-token context (Claude's
 #: window) with compaction to 50k. 512-token blocks. Measured: 300 sessions, seed 0.
 #:
-#: ================================  =================  ============================ ====================
-#: statistic                         target             source                       measured (seed 0)
-#: ================================  =================  ============================ ====================
-#: input_p50                         124,018            TraceLab (third party)       118,608
-#: share of rounds >= 100k tokens    0.61               TraceLab (third party)       0.627
-#: reuse_ratio                       0.957              provider cache read          0.948
-#: turns_mean                        83.7               357,161 / 4,265              83.5
-#: turn_interval p50 / p99 (s)       8.8 / 1,782        TraceLab (third party)       9.9 / 1,827
-#: output_p50                        273                19-round example (weak)      272
-#: ================================  =================  ============================ ====================
+#: ==============================  ===========  =======================  =================
+#: statistic                       target       source                   measured (seed 0)
+#: ==============================  ===========  =======================  =================
+#: input_p50                       124,018      TraceLab (third party)   118,608
+#: share of rounds >= 100k tokens  0.61         TraceLab (third party)   0.627
+#: reuse_ratio                     0.957        provider cache read      0.948
+#: turns_mean                      83.7         357,161 / 4,265          83.5
+#: turn_interval p50 / p99 (s)     8.8 / 1,782  TraceLab (third party)   9.9 / 1,827
+#: output_p50                      273          19-round example (weak)  272
+#: ==============================  ===========  =======================  =================
 TRACELAB = replace(
     AGENT, turns_median=45.0, turns_sigma=1.2,
     n_system_prompts=4, system_prompt_median=15_000.0, system_prompt_sigma=0.3,
