@@ -37,13 +37,14 @@ def test_conversation_reuse_distance_and_sessions_match_published(conversation_s
     assert s["reuse_distance_p90"] == pytest.approx(483.0, abs=0.5)
     assert s["reuse_distance_p99"] == pytest.approx(1476.87, abs=0.5)
     assert s["n_sessions"] == 8469
-    assert s["turns_per_session_mean"] == pytest.approx(1.42, abs=0.005)
-    assert (s["turns_per_session_p90"], s["turns_per_session_p99"], s["turns_per_session_max"]) == (2, 6, 43)
+    assert s["turns_mean"] == pytest.approx(1.42, abs=0.005)
+    assert (s["turns_p90"], s["turns_p99"], s["turns_max"]) == (2, 6, 43)
+    # 21.3 % of 8,469 sessions are multi-turn and hold 44.6 % of the 12,031 requests: the rest are roots
+    assert s["follow_up_share"] == pytest.approx((12031 - 8469) / 12031, abs=1e-9)
     assert s["multi_turn_session_share"] == pytest.approx(0.2129, abs=5e-4)
     assert s["turn_interval_p50"] == pytest.approx(126.0, abs=0.5)
-    assert (s["input_len_mean"], s["input_len_p50"], s["input_len_p90"]) == pytest.approx((12035.06, 6909, 27367),
-                                                                                          abs=0.5)
-    assert (s["output_len_mean"], s["output_len_p50"]) == pytest.approx((342.62, 350), abs=0.01)
+    assert (s["input_mean"], s["input_p50"], s["input_p90"]) == pytest.approx((12035.06, 6909, 27367), abs=0.5)
+    assert (s["output_mean"], s["output_p50"]) == pytest.approx((342.62, 350), abs=0.01)
 
 
 def test_synthetic_trace_matches_published():

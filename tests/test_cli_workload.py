@@ -7,7 +7,7 @@ import pytest
 
 from smetric.cli import main
 from smetric.workload import load_trace
-from smetric.workload.synthetic import AGENT_TARGETS, synth_chat_workload
+from smetric.workload.synthetic import AGENT_TARGETS, PRESETS, synth_chat_workload
 
 REQUIRED_KEYS = ("n_requests", "n_sessions", "reuse_ratio", "intra_session_reuse_share", "first_turn_reuse_ratio",
                  "top25_session_token_share")
@@ -53,6 +53,40 @@ def test_synth_mooncake_then_characterize_meets_every_band(tmp_path, capsys):
     bad = {k: (stats[k], lo, hi) for k, (lo, hi, _) in AGENT_TARGETS.items() if not lo <= stats[k] <= hi}
     assert not bad, f"outside the calibration bands (value, low, high): {bad}"
     assert stats["n_sessions"] >= 3000  # compactions start new inferred sessions, nothing merges
+
+
+def test_synth_bailian_coder_then_characterize_meets_the_issue_targets(tmp_path, capsys):
+    out = tmp_path / "f.jsonl"
+    assert main(["synth", "--preset", "bailian-coder", "--format", "bailian", "--sessions", "2000",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    stats = _characterize_json(capsys, str(out))
+    assert abs(stats["input_mean"] / 5748 - 1) <= 0.15 and abs(stats["output_mean"] / 808 - 1) <= 0.20
+    assert stats["reuse_ratio"] >= 0.80
+    for key in ("input_mean", "input_p50", "input_p99", "output_mean", "output_p50", "turns_mean", "follow_up_share"):
+        assert isinstance(stats[key], float)
+    bad = {k: (stats[k], lo, hi) for k, (lo, hi, _) in PRESETS["bailian-coder"].targets.items()
+           if not lo <= stats[k] <= hi}
+    assert not bad, f"outside the calibration bands (value, low, high): {bad}"
+
+
+@pytest.mark.parametrize("preset, fmt", [("toolagent", "mooncake"), ("chat", "bailian")])
+def test_synth_other_presets_round_trip_within_their_bands(tmp_path, capsys, preset, fmt):
+    out = tmp_path / f"{preset}.jsonl"
+    assert main(["synth", "--preset", preset, "--format", fmt, "--sessions", "3000", "--out", str(out)]) == 0
+    capsys.readouterr()
+    stats = _characterize_json(capsys, str(out))
+    bad = {k: (stats[k], lo, hi) for k, (lo, hi, _) in PRESETS[preset].targets.items() if not lo <= stats[k] <= hi}
+    assert not bad, f"outside the calibration bands (value, low, high): {bad}"
+
+
+def test_characterize_kvcache_tester_catalog_trace(capsys):
+    out = _characterize_json(capsys, "claude-code")
+    assert out["n_requests"] == 49334 and 0.95 <= out["reuse_ratio"] <= 0.98
+    shared = _characterize_json(capsys, "claude-code", "--shared-prefix")
+    assert shared["first_turn_reuse_ratio"] > out["first_turn_reuse_ratio"] + 0.05
+    assert main(["characterize", "azure-code", "--shared-prefix"]) == 2
+    assert "take no replay options" in capsys.readouterr().err
 
 
 def test_synth_bailian_round_trip_keeps_sessions(tmp_path, capsys):

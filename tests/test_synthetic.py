@@ -6,8 +6,8 @@ import pytest
 
 from smetric.workload.characterize import characterize, prefix_reuse
 from smetric.workload.synthetic import (
-    AGENT, AGENT_TARGETS, CHAT_TARGETS, SessionWorkloadConfig, expected_turns, session_rate, synth_agent_workload,
-    synth_chat_workload, synth_workload, with_overrides,
+    AGENT, AGENT_TARGETS, BAILIAN_CODER, CHAT_TARGETS, PRESETS, SessionWorkloadConfig, expected_turns, get_preset,
+    session_rate, synth_agent_workload, synth_chat_workload, synth_workload, with_overrides,
 )
 
 
@@ -33,6 +33,37 @@ def test_agent_meets_every_calibration_band(agent):
 
 def test_chat_preset_reuse_band():
     _assert_in_bands(characterize(synth_chat_workload(5000, seed=0), lru_blocks=()), CHAT_TARGETS)
+
+
+@pytest.mark.parametrize("name", ["bailian-coder", "toolagent"])
+def test_named_preset_meets_its_calibration_bands(name):
+    _assert_in_bands(characterize(synth_agent_workload(2000, seed=0, preset=name), lru_blocks=()),
+                     PRESETS[name].targets)
+
+
+def test_tracelab_preset_meets_its_bands_and_long_context_share():
+    w = synth_agent_workload(300, seed=0, preset="tracelab")
+    _assert_in_bands(characterize(w, lru_blocks=()), PRESETS["tracelab"].targets)
+    assert np.mean(w.input_len >= 100_000) == pytest.approx(0.61, abs=0.05)  # TraceLab: 61 % of rounds >= 100k
+
+
+def test_bailian_coder_shape_beyond_the_bands():
+    w = synth_agent_workload(2000, seed=0, preset="bailian-coder")
+    assert w.block_size == 16 and w.input_len.max() <= BAILIAN_CODER.max_context < 25_777  # public max 25,777
+    s = characterize(w, lru_blocks=())
+    # the documented consequences of keeping the paper's reuse structure (not targets, but they must hold)
+    assert s["follow_up_share"] > 0.8 and s["turn_interval_p50"] < 117.7
+
+
+def test_presets_are_named_and_the_default_is_long_context():
+    assert set(PRESETS) == {"bailian-coder", "toolagent", "tracelab", "long-context", "chat"}
+    assert get_preset("long-context").config is AGENT and get_preset("chat").targets is CHAT_TARGETS
+    for preset in PRESETS.values():
+        assert all(lo <= hi and source for lo, hi, source in preset.targets.values())
+    default, named = synth_agent_workload(50, seed=1), synth_agent_workload(50, seed=1, preset="long-context")
+    np.testing.assert_array_equal(default.input_len, named.input_len)
+    with pytest.raises(KeyError, match="known presets: bailian-coder"):
+        synth_agent_workload(10, preset="agent")
 
 
 # ------------------------------------------------------------------ structure

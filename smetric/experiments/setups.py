@@ -69,17 +69,18 @@ REFERENCE_RPM = 48.0
 
 @lru_cache(maxsize=4)
 def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: float, warmup_minutes: float,
-               overrides: tuple) -> Workload:
+               preset: str, overrides: tuple) -> Workload:
     from ..workload.synthetic import synth_agent_workload
 
-    return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed,
+    return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed, preset=preset,
                                 requests_per_minute=rpm_per_instance * n_instances, **dict(overrides))
 
 
 @lru_cache(maxsize=16)
 def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_instance: float = 45.0,
-                   warmup_minutes: float = 30.0, **overrides) -> Workload:
-    """Synthetic agent sessions arriving at ``rpm_per_instance × n_instances`` requests per minute.
+                   warmup_minutes: float = 30.0, preset: str = "long-context", **overrides) -> Workload:
+    """Synthetic sessions of ``preset`` (:data:`smetric.workload.synthetic.PRESETS`) arriving at
+    ``rpm_per_instance × n_instances`` requests per minute.
 
     The window ``[0, minutes)`` is cut from sessions that started up to ``warmup_minutes`` before
     it, so follow-ups in the window belong to sessions already under way (as in a real trace).
@@ -93,8 +94,8 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
         raise ValueError(f"rpm_per_instance must be > 0, got {rpm_per_instance!r}")
     key = tuple(sorted(overrides.items()))
     if rpm_per_instance > REFERENCE_RPM:
-        return _generated(n_instances, minutes, seed, rpm_per_instance, warmup_minutes, key)
-    full = _generated(n_instances, minutes, seed, REFERENCE_RPM, warmup_minutes, key)
+        return _generated(n_instances, minutes, seed, rpm_per_instance, warmup_minutes, preset, key)
+    full = _generated(n_instances, minutes, seed, REFERENCE_RPM, warmup_minutes, preset, key)
     sessions, index = np.unique(full.session, return_inverse=True)
     keep_session = np.random.default_rng([seed, 0x7417]).random(len(sessions)) < rpm_per_instance / REFERENCE_RPM
     return full.select(keep_session[index])

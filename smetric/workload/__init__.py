@@ -1,4 +1,4 @@
-"""Workloads: the columnar Workload, trace loaders, sessions, the synthetic agent generator, characterization."""
+"""Workloads: the columnar Workload, trace loaders, sessions, the synthetic generator and its presets, characterization."""
 
 from .core import Workload, WorkloadError, n_blocks_for
 from .catalog import TRACES, data_dir, trace_names, trace_path
@@ -7,12 +7,16 @@ from .loaders import FORMATS, LoadedTrace, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
 from .turns import turn_of
 from .writers import write_bailian, write_mooncake, write_trace
-from .synthetic import AGENT, CHAT, SessionWorkloadConfig, synth_agent_workload, synth_chat_workload, synth_workload
+from .kvcache_tester import Conversations, read_conversations
+from .synthetic import (AGENT, CHAT, PRESETS, SessionWorkloadConfig, get_preset, synth_agent_workload,
+                        synth_chat_workload, synth_workload)
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceSkipWarning",
            "FORMATS", "LoadedTrace", "detect_format", "load_trace", "read_trace", "infer_sessions", "turn_of",
            "write_bailian", "write_mooncake", "write_trace",
-           "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload",
+           "Conversations", "read_conversations",
+           "AGENT", "CHAT", "PRESETS", "SessionWorkloadConfig", "get_preset", "synth_agent_workload",
+           "synth_chat_workload", "synth_workload",
            "characterize", "prefix_reuse", "session_token_lorenz"]

@@ -213,7 +213,10 @@ def characterize(
     same-session reuse over global reuse; ``first_turn_reuse_ratio`` is the reuse of turn-0 requests.
     Reuse-distance statistics cover requests matching at least ``min_match_blocks`` blocks
     (``reuse_within_100s`` is the fraction of them within 100 s). ``top25_session_token_share`` is
-    the share of input + output tokens carried by the largest 25% of sessions. Pass a precomputed
+    the share of input + output tokens carried by the largest 25% of sessions. ``turns_*`` are
+    requests per session; ``follow_up_share`` is the share of requests that are not a session's
+    first turn (Bailian's follow-up share: requests with a parent). ``input_*``/``output_*`` are
+    prompt and reply lengths (tokens). Pass a precomputed
     :func:`prefix_reuse` frame (with the same ``lru_blocks``) as ``reuse`` to avoid recomputing it.
     """
     if min_match_blocks < 1:
@@ -249,11 +252,12 @@ def characterize(
     tokens = session_tokens(workload)
     stats["top25_session_token_share"] = _top_share(tokens, 0.25)
     _, turns = np.unique(workload.session, return_counts=True)
-    stats.update(_percentiles("turns_per_session", turns))
-    stats["turns_per_session_max"] = float(turns.max())
+    stats.update(_percentiles("turns", turns))
+    stats["turns_max"] = float(turns.max())
     stats["multi_turn_session_share"] = float(np.mean(turns > 1))
+    stats["follow_up_share"] = float(np.mean(turn > 0))
     child = workload.parent >= 0
     stats.update(_percentiles("turn_interval", workload.arrival[child] - workload.arrival[workload.parent[child]]))
-    stats.update(_percentiles("input_len", inp))
-    stats.update(_percentiles("output_len", out))
+    stats.update(_percentiles("input", inp))
+    stats.update(_percentiles("output", out))
     return pd.Series(stats, name=workload.name, dtype=float)

@@ -9,9 +9,9 @@ import sys
 
 from .characterize import DEFAULT_LRU_BLOCKS
 from .loaders import FORMATS, NATIVE_BLOCK_SIZE
+from .synthetic import DEFAULT_PRESET, PRESETS
 from .writers import WRITERS
 
-PRESETS = ("agent", "chat")
 _COUNT_KEYS = ("n_requests", "n_sessions", "block_size")  # printed as JSON integers (NaN -> null)
 
 
@@ -26,6 +26,9 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lru-blocks", type=int, nargs="*", default=list(DEFAULT_LRU_BLOCKS), metavar="C",
                         help="LRU capacities in blocks (default: %(default)s)")
     parser.add_argument("--block-size", type=int, help="re-block to this multiple of the trace's block size")
+    parser.add_argument("--shared-prefix", action="store_true",
+                        help="kvcache-tester only: treat the tool/system prefix as common to all conversations "
+                             "(an assumption, off by default)")
 
 
 def run_characterize(args: argparse.Namespace) -> int:
@@ -34,11 +37,15 @@ def run_characterize(args: argparse.Namespace) -> int:
     from .errors import TraceFormatError
     from .loaders import load_trace
 
+    replay = {"shared_prefix": True} if args.shared_prefix else {}
     try:
-        workload = load_trace(args.trace, format=args.format, block_size=args.block_size)
+        workload = load_trace(args.trace, format=args.format, block_size=args.block_size, **replay)
     except (TraceFormatError, FileNotFoundError) as exc:
         print(f"smetric characterize: {exc}", file=sys.stderr)
         return 1
+    except TypeError as exc:  # --shared-prefix on another format
+        print(f"smetric characterize: {exc}", file=sys.stderr)
+        return 2
     try:
         stats = characterize(workload, lru_blocks=args.lru_blocks)
     except ValueError as exc:
@@ -55,11 +62,12 @@ def run_characterize(args: argparse.Namespace) -> int:
 
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
-    parser.description = ("Generate synthetic agent (or chat) sessions and write them as a Mooncake or Bailian "
-                          "trace. Without --block-size the format's native block size is used.")
+    parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "
+                          "or Bailian trace. Without --block-size the format's native block size is used.")
     parser.add_argument("--out", required=True, help="output file (.jsonl, or .jsonl.gz for gzip)")
     parser.add_argument("--format", required=True, choices=sorted(WRITERS), help="trace format to write")
-    parser.add_argument("--preset", choices=PRESETS, default="agent", help="session model (default: agent)")
+    parser.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+                        help="session model (default: %(default)s; sources in smetric.workload.synthetic)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--sessions", type=int, help="number of complete sessions (default 2000)")
     size.add_argument("--duration", type=float, help="a time window (s) of steady session arrivals instead")
@@ -75,7 +83,7 @@ def register_synth(parser: argparse.ArgumentParser) -> None:
 
 def run_synth(args: argparse.Namespace) -> int:
     """Generate, write, and print a one-line summary; exit 2 on bad parameters."""
-    from .synthetic import AGENT, CHAT, synth_workload, with_overrides
+    from .synthetic import get_preset, synth_workload, with_overrides
     from .writers import write_trace
 
     overrides = {"block_size": args.block_size or NATIVE_BLOCK_SIZE[args.format]}
@@ -85,7 +93,7 @@ def run_synth(args: argparse.Namespace) -> int:
         overrides["session_rate"] = args.session_rate
     n_sessions = None if args.duration is not None else 2000 if args.sessions is None else args.sessions
     try:
-        config = with_overrides(AGENT if args.preset == "agent" else CHAT, **overrides)
+        config = with_overrides(get_preset(args.preset).config, **overrides)
         workload = synth_workload(config, n_sessions, args.seed, duration=args.duration, warmup=args.warmup)
         path = write_trace(workload, args.out, args.format)
     except ValueError as exc:

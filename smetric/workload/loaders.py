@@ -1,4 +1,4 @@
-"""Trace readers: Mooncake, Alibaba Bailian, Azure LLM inference CSV and TraceLab rounds -> Workload.
+"""Trace readers: Mooncake, Alibaba Bailian, Azure LLM inference CSV, TraceLab rounds, kv-cache-tester -> Workload.
 
 ``load_trace("mooncake-conversation")`` (a catalog name) or ``load_trace("some/file.jsonl.gz")``
 (a path; the format is detected from the content unless ``format=`` says it) returns a validated
@@ -20,6 +20,9 @@ How each format maps onto the Workload:
   parent's last logged event (its completion) to this arrival, clipped at 0. A round shares its
   first ``prefix_tokens // block_size`` blocks with the previous round (at most the previous
   round's full blocks); the rest, and a session's first round, get fresh blocks.
+- **kvcache-tester** (a folder, tar archive or file of JSON conversations): see
+  :mod:`smetric.workload.kvcache_tester`; arrivals are generated (``requests_per_minute`` or
+  ``session_rate``, ``seed``), ``shared_prefix`` shares the tool/system prefix across conversations.
 
 Every prompt carries ``ceil(input_len / block_size)`` block ids; a short hash list is padded with
 fresh ids above every id in the file. Bad input raises :class:`TraceFormatError` naming the file,
@@ -48,11 +51,12 @@ import numpy as np
 from .catalog import TRACES, trace_path
 from .core import Workload, n_blocks_for
 from .errors import TraceFormatError, TraceSkipWarning
+from .kvcache_tester import is_kvcache_tester, read_conversations
 from .sessions import arrival_gaps, chain_sessions, infer_parents
 
 __all__ = ["FORMATS", "NATIVE_BLOCK_SIZE", "LoadedTrace", "detect_format", "read_trace", "load_trace"]
 
-FORMATS = ("mooncake", "bailian", "azure", "tracelab")
+FORMATS = ("mooncake", "bailian", "azure", "tracelab", "kvcache-tester")
 NATIVE_BLOCK_SIZE = {"mooncake": 512, "bailian": 16}  # formats that carry hashes
 DEFAULT_BLOCK_SIZE = 16  # for formats without hashes (fresh ids only)
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -460,6 +464,8 @@ def detect_format(path: str | os.PathLike) -> str:
     path = Path(path)
     if ".csv" in path.suffixes:
         return "azure"
+    if is_kvcache_tester(path):
+        return "kvcache-tester"
     lines = _Lines(path, on_error="skip")
     first_line = None
     for lineno, text in lines:
@@ -486,7 +492,7 @@ def detect_format(path: str | os.PathLike) -> str:
 
 def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error: str = "raise",
                block_size: int | None = None, infer_sessions: bool | None = None,
-               name: str | None = None) -> LoadedTrace:
+               name: str | None = None, **replay) -> LoadedTrace:
     """Read a trace (catalog name or path) into a :class:`LoadedTrace`.
 
     Args:
@@ -498,6 +504,8 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         infer_sessions: infer sessions from the hashes (default: only for Mooncake, which has no
             session ids; ``True`` on Bailian ignores its chat ids, e.g. to test the heuristic).
         name: the workload's label (default: the catalog name or the file name).
+        replay: kvcache-tester only: ``requests_per_minute`` or ``session_rate``, ``seed`` (arrivals)
+            and ``shared_prefix`` (see :mod:`smetric.workload.kvcache_tester`).
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -506,6 +514,10 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         format = TRACES[source].format if isinstance(source, str) and source in TRACES else detect_format(path)
     if format not in FORMATS:
         raise ValueError(f"unknown trace format {format!r}; known formats: {', '.join(FORMATS)}")
+    if name is None:
+        name = source if isinstance(source, str) and source in TRACES else path.name.split(".")[0]
+    if format == "kvcache-tester" or replay:
+        return _read_conversations(path, format, on_error, block_size, infer_sessions, name, replay)
     if infer_sessions is None:
         infer_sessions = format == "mooncake"
     if infer_sessions and format not in NATIVE_BLOCK_SIZE:
@@ -515,8 +527,6 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
     if not isinstance(size, (int, np.integer)) or size <= 0 or (native and size % native):
         need = f"a multiple of {format}'s native {native}" if native else "a positive integer"
         raise ValueError(f"block_size must be {need}, got {block_size!r}")
-    if name is None:
-        name = source if isinstance(source, str) and source in TRACES else path.name.split(".")[0]
 
     lines = _Lines(path, on_error)
     if format == "tracelab":
@@ -557,6 +567,21 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
             f"{path}: {orphans} request(s) name a parent that is not in the file; they start new sessions"
         ), stacklevel=2)
     return LoadedTrace(workload=workload, path=path, format=format, skipped=tuple(lines.skipped), orphans=orphans)
+
+
+def _read_conversations(path: Path, format: str, on_error: str, block_size: int | None, infer_sessions: bool | None,
+                        name: str, replay: dict) -> LoadedTrace:
+    if format != "kvcache-tester":
+        raise TypeError(f"{format} traces take no replay options, got {sorted(replay)}")
+    if infer_sessions:
+        raise ValueError("kvcache-tester traces carry their sessions; they are not inferred")
+    shared_prefix = replay.pop("shared_prefix", False)
+    conversations, skipped = read_conversations(path, block_size=block_size, shared_prefix=shared_prefix,
+                                                on_error=on_error, name=name)
+    if skipped:
+        warnings.warn(TraceSkipWarning(f"{path}: skipped {len(skipped)} bad session file(s); first: "
+                                       f"{skipped[0]}"), stacklevel=3)
+    return LoadedTrace(workload=conversations.workload(**replay), path=path, format=format, skipped=skipped)
 
 
 def load_trace(source: str | os.PathLike, **options) -> Workload:
