@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import FRACTION, POSITIVE
 from .base import R_HISTORY, R_INPUT_LEN, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS
 from .selection import argmin_rotating
 from .signals import attention_tokens, local_hit, new_tokens, reusable_hit
@@ -46,6 +47,7 @@ SPEC = PolicySpec(
     "in a deployment",
     params={"hit_ratio": 0.5, "slack": 1.0, "overload_factor": 2.0, "guard": "slo", "cost": "attention"},
     choices={"guard": GUARDS, "cost": COST_MODELS},
+    ranges={"hit_ratio": FRACTION, "slack": POSITIVE, "overload_factor": POSITIVE},
     context=("l_eq", "prefill_rate", "ttft_base", "ttft_per_1k"),
     state_size=lambda ctx: 1)
 
