@@ -2,8 +2,8 @@
 
 from .core import Workload, WorkloadError, n_blocks_for
 from .catalog import TRACES, data_dir, trace_names, trace_path
-from .errors import TraceFormatError, TraceSkipWarning
-from .loaders import FORMATS, LoadedTrace, detect_format, load_trace, read_trace
+from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
+from .loaders import FORMATS, LoadedTrace, TraceLimits, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
 from .turns import turn_of
 from .writers import write_bailian, write_mooncake, write_trace
@@ -11,8 +11,8 @@ from .synthetic import AGENT, CHAT, SessionWorkloadConfig, synth_agent_workload,
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
-           "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceSkipWarning",
-           "FORMATS", "LoadedTrace", "detect_format", "load_trace", "read_trace", "infer_sessions", "turn_of",
-           "write_bailian", "write_mooncake", "write_trace",
+           "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceNoteWarning", "TraceSkipWarning",
+           "FORMATS", "LoadedTrace", "TraceLimits", "detect_format", "load_trace", "read_trace", "infer_sessions",
+           "turn_of", "write_bailian", "write_mooncake", "write_trace",
            "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload",
            "characterize", "prefix_reuse", "session_token_lorenz"]
