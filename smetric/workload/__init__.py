@@ -7,7 +7,6 @@ from .loaders import FORMATS, LoadedTrace, TraceLimits, detect_format, load_trac
 from .sessions import infer_sessions
 from .turns import turn_of
 from .writers import write_bailian, write_mooncake, write_trace
-from .synthetic import AGENT, CHAT, SessionWorkloadConfig, synth_agent_workload, synth_chat_workload, synth_workload
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
@@ -16,3 +15,14 @@ __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "turn_of", "write_bailian", "write_mooncake", "write_trace",
            "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload",
            "characterize", "prefix_reuse", "session_token_lorenz"]
+
+_SYNTHETIC = ("AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload")
+
+
+def __getattr__(name: str):
+    """Lazy exports of the synthetic generator (it imports scipy, which reading a trace does not need)."""
+    if name in _SYNTHETIC:
+        from . import synthetic
+
+        return getattr(synthetic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
