@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from smetric.workload import (
     TRACES, TraceFormatError, TraceLimits, TraceNoteWarning, TraceSkipWarning, Workload, WorkloadError, characterize,
-    data_dir, detect_format, load_trace, read_trace, trace_names, trace_path, write_bailian, write_mooncake, write_trace,
+    data_dir, detect_format, load_trace, read_trace, trace_names, trace_path, write_bailian, write_mooncake,
+    write_trace,
 )
 
 DATA = Path(__file__).parent / "data"

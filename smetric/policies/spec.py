@@ -29,8 +29,9 @@ class PolicySpec:
 
     ``params`` maps each parameter name to its default, in the order of the numeric vector;
     a string-valued parameter lists its allowed values in ``choices`` and is encoded as the
-    value's index; every other parameter declares its allowed values in ``ranges``. ``context`` names :class:`PolicyContext` fields appended after the named
-    parameters; ``constants(ctx)`` returns further cluster constants appended after those;
+    value's index; every other parameter declares its allowed values in ``ranges``. ``context``
+    names :class:`PolicyContext` fields appended after the named parameters; ``constants(ctx)``
+    returns further cluster constants appended after those;
     ``state_size(ctx)`` is the length of the policy's float64 state vector.
     ``signals`` says which view columns the policy reads and how fresh a real router's copy is.
     """

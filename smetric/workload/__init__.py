@@ -10,7 +10,8 @@ from .writers import write_bailian, write_mooncake, write_trace
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
-           "TRACES", "data_dir", "trace_names", "trace_path", "TraceFormatError", "TraceNoteWarning", "TraceSkipWarning",
+           "TRACES", "data_dir", "trace_names", "trace_path",
+           "TraceFormatError", "TraceNoteWarning", "TraceSkipWarning",
            "FORMATS", "LoadedTrace", "TraceLimits", "detect_format", "load_trace", "read_trace", "infer_sessions",
            "turn_of", "write_bailian", "write_mooncake", "write_trace",
            "AGENT", "CHAT", "SessionWorkloadConfig", "synth_agent_workload", "synth_chat_workload", "synth_workload",

@@ -24,7 +24,7 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_for_cli(command: str, args: argparse.Namespace, **options):
-    """``(workload, 0)``, or ``(None, exit code)`` after printing why: 1 for an unreadable trace, 2 for bad arguments."""
+    """``(workload, 0)``, or ``(None, exit code)`` after printing why: 1 unreadable trace, 2 bad arguments."""
     from .errors import TraceFormatError
     from .loaders import TraceLimits, load_trace
 
@@ -95,7 +95,7 @@ def register_synth(parser: argparse.ArgumentParser) -> None:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    """Check the output, generate, write, and print a one-line summary; exit 2 on bad parameters, 1 on a failed write."""
+    """Check the output, generate, write, print a one-line summary; exit 2 on bad parameters, 1 on a failed write."""
     from ..outputs import check_output
     from .synthetic import AGENT, CHAT, synth_workload, with_overrides
     from .writers import write_trace

@@ -36,4 +36,4 @@ class TraceSkipWarning(UserWarning):
 
 
 class TraceNoteWarning(UserWarning):
-    """Issued when a trace is read as it is but the simulator will treat part of it differently (e.g. 0-token replies)."""
+    """Issued when a trace is kept as it is but the simulator treats part of it differently (e.g. 0-token replies)."""

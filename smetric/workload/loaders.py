@@ -23,11 +23,11 @@ How each format maps onto the Workload:
 
 Every prompt carries ``ceil(input_len / block_size)`` block ids; a short hash list is padded with
 fresh ids above every id in the file (when those would pass the int64 limit, the file's ids are first
-renumbered 0, 1, ... in their order, which keeps every equality). Bad input raises :class:`TraceFormatError` naming the file,
-line and field; ``on_error="skip"`` leaves bad lines out instead, warns with
-:class:`TraceSkipWarning` and lists them in ``LoadedTrace.skipped``. A truncated gzip stream, an
-empty file, a bad CSV header and a TraceLab round that arrives before its session's previous
-round are fatal either way.
+renumbered 0, 1, ... in their order, which keeps every equality). Bad input raises
+:class:`TraceFormatError` naming the file, line and field; ``on_error="skip"`` leaves bad lines out
+instead, warns with :class:`TraceSkipWarning` and lists them in ``LoadedTrace.skipped``. A truncated
+gzip stream, an empty file, a bad CSV header and a TraceLab round that arrives before its session's
+previous round are fatal either way.
 
 Input size is bounded (:class:`TraceLimits`): lines are read in pieces of at most ``max_line_bytes``
 (a longer line is a bad line, never read whole) and a prompt or reply longer than ``max_tokens`` is a
