@@ -426,3 +426,16 @@ def test_the_format_comes_from_the_last_extension_or_the_content():
     assert detect_format(DATA / "trace.csv.jsonl") == "mooncake"  # was forced to azure by '.csv'
     assert detect_format(DATA / "azure_unsorted.csv") == "azure"
     assert len(load_trace(DATA / "trace.csv.jsonl")) == 2
+
+
+def test_token_bound_applies_to_every_format(tmp_path):
+    azure = tmp_path / "a.csv"
+    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,1000000000000,4\n")
+    with pytest.raises(TraceFormatError, match="line 2, field 'ContextTokens': 1,000,000,000,000 tokens exceeds"):
+        load_trace(azure)
+    tracelab = tmp_path / "t.jsonl"
+    tracelab.write_text(json.dumps({"session_id": "s", "round_index": 0, "input_tokens_total": 10, "prefix_tokens": 0,
+                                    "output_tokens": 10**12, "timing_events": [
+                                        {"event_type": "user_message", "timestamp": "2025-01-01T00:00:00Z"}]}) + "\n")
+    with pytest.raises(TraceFormatError, match="field 'output_tokens': 1,000,000,000,000 tokens exceeds"):
+        load_trace(tracelab)

@@ -424,7 +424,7 @@ def _parse_bailian(lines: _Lines) -> _Parsed:
     return out
 
 
-def _azure_record(text: str, limits: TraceLimits) -> dict:
+def _azure_record(text: str) -> dict:
     cells = [c.strip() for c in text.rstrip("\r\n").split(",")]
     if len(cells) != 3:
         raise _BadField(None, f"expected 3 comma-separated fields, got {len(cells)}")
@@ -438,7 +438,6 @@ def _azure_record(text: str, limits: TraceLimits) -> dict:
             rec[name] = int(rec[name])
         except ValueError:
             raise _BadField(name, f"must be an integer, got {_short(rec[name])}") from None
-        _tokens(rec, name, limits)
     return rec
 
 
@@ -454,14 +453,14 @@ def _parse_azure(lines: _Lines) -> _Parsed:
         raise TraceFormatError(lines.path, lineno, "header", f"expected {AZURE_HEADER!r}, got {_short(header.strip())}")
 
     def add(rec: dict, lineno: int) -> None:
-        inp, outp = _int(rec, "ContextTokens"), _int(rec, "GeneratedTokens")
+        inp, outp = _tokens(rec, "ContextTokens", lines.limits), _tokens(rec, "GeneratedTokens", lines.limits)
         if clock and rec["TIMESTAMP"] < clock[-1]:
             raise _BadField("TIMESTAMP", "is before the previous request's time: the file must be sorted by time")
         clock.append(rec["TIMESTAMP"])
         out.input_len.append(inp)
         out.output_len.append(outp)
 
-    _each_record(lines, add, decode=lambda text: _azure_record(text, lines.limits), rows=rows)
+    _each_record(lines, add, decode=_azure_record, rows=rows)
     t = np.asarray(clock, dtype=np.int64)
     out.arrival = list((t - t[0]) / 1e9) if len(t) else []
     return out
