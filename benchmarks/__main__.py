@@ -1,7 +1,8 @@
 """``python -m benchmarks`` (``make bench``): the engine benchmarks, one table.
 
 Sections: speed of the reference hour (and the speed-up over the pure-Python reference, compile
-time, memory), scaling with instances and trace length, and the peer comparison on the Azure trace.
+time, memory), scaling with instances and trace length, the peer comparison on the Azure trace, and the
+whole ``smetric simulate`` process on that trace (start-up included).
 ``--quick`` shrinks the scenario (15 min instead of an hour, fewer scaling points) for a smoke run.
 Other benchmarks in this folder (perf-model accuracy, sweep overhead) run on their own.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import engine_peer, engine_scaling, engine_speed
+from benchmarks import cli_startup, engine_peer, engine_scaling, engine_speed
 from benchmarks.common import print_rows
 
 
@@ -23,9 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         rows = (engine_speed.run(minutes=15.0, reference_minutes=1.0)
                 + engine_scaling.run(instances=(8, 32), lengths=(1, 2), base_minutes=3.0)
-                + engine_peer.run(repeats=1))
+                + engine_peer.run(repeats=1) + cli_startup.run(repeats=2))
     else:
-        rows = engine_speed.run() + engine_scaling.run() + engine_peer.run()
+        rows = engine_speed.run() + engine_scaling.run() + engine_peer.run() + cli_startup.run()
     print_rows(rows)
     return 0
 

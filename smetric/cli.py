@@ -1,44 +1,50 @@
 """The ``smetric`` command line: reproduce, simulate, policies, characterize, synth, perf.
 
-Each subcommand lives in its domain's ``cli_cmds`` module and is registered in ``_COMMANDS``.
+Each subcommand lives in its domain's ``cli_cmds`` module (``register_<name>`` adds its arguments,
+``run_<name>`` runs it) and is listed in ``_COMMANDS``. Only the chosen subcommand's module is
+imported, so ``smetric simulate`` loads the engine but not the figure or synthetic-workload code.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from .cluster import cli_cmds as _cluster_cli
-from .experiments import cli_cmds as _experiments_cli
-from .hardware import cli_cmds as _hardware_cli
-from .policies import cli_cmds as _policies_cli
-from .workload import cli_cmds as _workload_cli
+# name -> (module holding register_<name> and run_<name>, one-line help)
+_COMMANDS = {
+    "reproduce": ("smetric.experiments.cli_cmds", "execute the figure notebooks and write figures/"),
+    "characterize": ("smetric.workload.cli_cmds", "reuse, locality and session statistics of a trace"),
+    "synth": ("smetric.workload.cli_cmds", "generate synthetic agent or chat sessions as a trace file"),
+    "perf": ("smetric.hardware.cli_cmds", "predicted time of one engine iteration"),
+    "policies": ("smetric.policies.cli_cmds", "list the routing policies and their parameters"),
+    "simulate": ("smetric.cluster.cli_cmds", "replay a trace on a simulated cluster with a routing policy"),
+}
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _command(name: str, what: str):
+    """``register_<name>`` or ``run_<name>`` of a subcommand (imports its module)."""
+    return getattr(importlib.import_module(_COMMANDS[name][0]), f"{what}_{name}")
+
+
+def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser, with the arguments of the subcommand named in ``argv`` (the others are listed only)."""
     parser = argparse.ArgumentParser(prog="smetric", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (register, _run) in _COMMANDS.items():
-        register(sub.add_parser(name))
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (_, summary) in _COMMANDS.items():
+        subparser = sub.add_parser(name, help=summary)
+        if name == chosen:
+            _command(name, "register")(subparser)
     return parser
-
-
-# name -> (function adding arguments to its subparser, function(args) -> exit code)
-_COMMANDS: dict = {}
-_COMMANDS["reproduce"] = (_experiments_cli.register_reproduce, _experiments_cli.run_reproduce)
-_COMMANDS["characterize"] = (_workload_cli.register_characterize, _workload_cli.run_characterize)
-_COMMANDS["synth"] = (_workload_cli.register_synth, _workload_cli.run_synth)
-_COMMANDS["perf"] = (_hardware_cli.register_perf, _hardware_cli.run_perf)
-_COMMANDS["policies"] = (_policies_cli.register_policies, _policies_cli.run_policies)
-_COMMANDS["simulate"] = (_cluster_cli.register_simulate, _cluster_cli.run_simulate)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``smetric`` console script."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _build_parser(argv).parse_args(argv)
     try:
-        return int(_COMMANDS[args.command][1](args) or 0)
+        return int(_command(args.command, "run")(args) or 0)
     except BrokenPipeError:  # output piped into `head` and friends: stop quietly
         sys.stderr.close()
         return 0

@@ -155,7 +155,7 @@ def test_folder_tar_and_file_read_alike(folder, tmp_path):
     assert len(load_trace(folder / "a.json")) == 5
     coarse = load_trace(folder, block_size=128, seed=5)
     np.testing.assert_array_equal(coarse.block_ids, by_folder.coarsen(128).block_ids)
-    with pytest.raises(TypeError, match="take no replay options"):
+    with pytest.raises(ValueError, match="take no replay options"):
         load_trace("azure-code", seed=1)
 
 

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from smetric.workload import (
-    TRACES, TraceFormatError, TraceSkipWarning, Workload, WorkloadError, data_dir, detect_format, load_trace,
-    read_trace, trace_names, trace_path, write_bailian, write_mooncake, write_trace,
+    TRACES, TraceFormatError, TraceLimits, TraceNoteWarning, TraceSkipWarning, Workload, WorkloadError, characterize,
+    data_dir, detect_format, load_trace, read_trace, trace_names, trace_path, write_bailian, write_mooncake,
+    write_trace,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -44,6 +45,11 @@ DATA = Path(__file__).parent / "data"
     ("tracelab_no_events.jsonl", 2, "timing_events", "must be a non-empty list of events"),
     ("tracelab_round_before_parent.jsonl", 2, "timing_events", "round 1 arrives before round 0 (line 1)"),
     ("unknown_format.jsonl", 1, None, "cannot tell the trace format from the fields ['tokens', 'ts']"),
+    ("mooncake_huge_timestamp.jsonl", 2, "timestamp", "1e+308 ms is beyond 1e+10 s"),
+    ("mooncake_huge_input.jsonl", 2, "input_length", "1,000,000,000,000,000 tokens exceeds max_tokens = 10,000,000"),
+    ("mooncake_duplicate_key.jsonl", 2, "input_length", "appears more than once in the object"),
+    ("bailian_inconsistent_turn.jsonl", 2, "turn", "is 3 but its parent 1 (line 1) has turn 1"),
+    ("azure_year_9999.csv", 3, "TIMESTAMP", "year 9999 of '9999-11-16 18:15:47.0000000' is outside 1678-2261"),
 ])
 def test_malformed_file_names_file_line_and_field(file, line, field, problem):
     path = DATA / file
@@ -363,3 +369,73 @@ def test_writers_are_byte_reproducible_and_check_block_size(tmp_path):
         write_mooncake(odd, tmp_path / "d.jsonl")
     with pytest.raises(ValueError, match="cannot write format 'azure'"):
         write_trace(w, tmp_path / "e.csv", "azure")
+
+
+
+# ------------------------------------------------------------------------------ limits and odd input
+def test_a_line_longer_than_the_limit_fails_without_being_read_whole(tmp_path):
+    bomb = tmp_path / "bomb.jsonl.gz"  # 17 MiB of one line, a few KiB compressed
+    with gzip.open(bomb, "wb") as fh:
+        fh.write(b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0]}\n')
+        fh.write(b"0" * (17 * 2**20))
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(bomb, format="mooncake")
+    assert info.value.line == 2 and "longer than max_line_bytes = 16,777,216 bytes" in info.value.problem
+    with pytest.warns(TraceSkipWarning, match="skipped 1 bad line"):
+        assert len(read_trace(bomb, format="mooncake", on_error="skip").workload) == 1
+
+
+def test_limits_can_be_raised_by_parameter_and_environment(monkeypatch):
+    path = DATA / "mooncake_huge_input.jsonl"
+    with pytest.raises(TraceFormatError, match="max_tokens"):
+        load_trace(path)
+    small = TraceLimits(max_line_bytes=60)
+    with pytest.raises(TraceFormatError, match="longer than max_line_bytes = 60 bytes"):
+        load_trace(DATA / "mooncake_unsorted.jsonl", limits=small)
+    monkeypatch.setenv("SMETRIC_MAX_TOKENS", "2000000000000000")
+    assert TraceLimits.from_env().max_tokens == 2 * 10**15
+    monkeypatch.setenv("SMETRIC_MAX_LINE_BYTES", "sixty")
+    with pytest.raises(ValueError, match="SMETRIC_MAX_LINE_BYTES must be an integer, got 'sixty'"):
+        TraceLimits.from_env()
+    with pytest.raises(ValueError, match="max_tokens must be an integer >= 1"):
+        TraceLimits(max_tokens=0)
+
+
+def test_hash_ids_at_the_int64_limit_load_and_pad_without_wrapping():
+    w = load_trace(DATA / "mooncake_hash_int64_max.jsonl")  # was an OverflowError
+    assert w.n_blocks[0] == 4 and len(set(w.blocks(0).tolist())) == 4
+    w = load_trace(DATA / "mooncake_hash_int64_wrap.jsonl")  # padding used to wrap onto the second prompt's id
+    assert not set(w.blocks(0).tolist()) & set(w.blocks(1).tolist())
+    assert characterize(w)["reuse_ratio"] == 0.0
+
+
+def test_a_byte_order_mark_is_ignored():
+    bom, plain = load_trace(DATA / "mooncake_bom.jsonl"), load_trace(DATA / "mooncake_unsorted.jsonl", on_error="skip")
+    np.testing.assert_array_equal(bom.input_len, [1600, 700])
+    np.testing.assert_array_equal(bom.block_ids, plain.block_ids[:len(bom.block_ids)])
+
+
+def test_zero_output_length_is_kept_with_a_note():
+    with pytest.warns(TraceNoteWarning, match="1 request.s. have output length 0 .first: row 0.; the simulator "
+                                              "generates one token"):
+        w = load_trace(DATA / "mooncake_zero_output.jsonl")
+    assert list(w.output_len) == [0, 5]
+
+
+def test_the_format_comes_from_the_last_extension_or_the_content():
+    assert detect_format(DATA / "trace.csv.jsonl") == "mooncake"  # was forced to azure by '.csv'
+    assert detect_format(DATA / "azure_unsorted.csv") == "azure"
+    assert len(load_trace(DATA / "trace.csv.jsonl")) == 2
+
+
+def test_token_bound_applies_to_every_format(tmp_path):
+    azure = tmp_path / "a.csv"
+    azure.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,1000000000000,4\n")
+    with pytest.raises(TraceFormatError, match="line 2, field 'ContextTokens': 1,000,000,000,000 tokens exceeds"):
+        load_trace(azure)
+    tracelab = tmp_path / "t.jsonl"
+    tracelab.write_text(json.dumps({"session_id": "s", "round_index": 0, "input_tokens_total": 10, "prefix_tokens": 0,
+                                    "output_tokens": 10**12, "timing_events": [
+                                        {"event_type": "user_message", "timestamp": "2025-01-01T00:00:00Z"}]}) + "\n")
+    with pytest.raises(TraceFormatError, match="field 'output_tokens': 1,000,000,000,000 tokens exceeds"):
+        load_trace(tracelab)

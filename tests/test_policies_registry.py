@@ -10,6 +10,7 @@ from smetric.cli import main
 from smetric.policies import PolicySpec, available, describe, get
 from smetric.policies.base import N_RAND, N_REQ, N_VIEW, PolicyContext, R_INPUT_LEN, R_NOW, R_SESSION, R_TURN
 from smetric.policies.dispatch import route
+from smetric.ranges import AT_LEAST_0
 
 NAMES = ["smetric", "lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "vllm-session", "aibrix",
          "preble", "mooncake", "round-robin", "least-load", "power-of-two", "session-sticky", "cache-affinity"]
@@ -37,7 +38,7 @@ def test_overrides_are_validated():
         spec.resolve({"guard": "load"})
     with pytest.raises(ValueError, match="smetric.slack must be a number"):
         spec.resolve({"slack": "high"})
-    with pytest.raises(ValueError, match="must be finite"):
+    with pytest.raises(ValueError, match="smetric.slack must be finite"):
         spec.resolve({"slack": "nan"})
 
 
@@ -50,6 +51,35 @@ def test_spec_validation_rejects_inconsistent_declarations():
         PolicySpec("p", 99, "", "", "", context=("gpus",))
     with pytest.raises(ValueError, match="needs a number or choices"):
         PolicySpec("p", 99, "", "", "", params={"mode": "a"})
+    with pytest.raises(ValueError, match="numeric parameter 'w' needs a Range"):
+        PolicySpec("p", 99, "", "", "", params={"w": 1.0})
+    with pytest.raises(ValueError, match="default -1.0 of 'w' is not a number >= 0"):
+        PolicySpec("p", 99, "", "", "", params={"w": -1.0}, ranges={"w": AT_LEAST_0})
+    with pytest.raises(ValueError, match="range given for 'v'"):
+        PolicySpec("p", 99, "", "", "", params={"w": 1.0}, ranges={"w": AT_LEAST_0, "v": AT_LEAST_0})
+
+
+@pytest.mark.parametrize("policy, param, value, message", [
+    ("mooncake", "transfer_rate", "0", "mooncake.transfer_rate must be a number > 0, got '0'"),
+    ("preble", "window", "0", "preble.window must be a number > 0"),
+    ("vllm-session", "qps_window", "0", "vllm-session.qps_window must be a number > 0"),
+    ("smetric", "hit_ratio", "-1", r"smetric.hit_ratio must be a number in \[0, 1\]"),
+    ("smetric", "hit_ratio", "7", r"smetric.hit_ratio must be a number in \[0, 1\]"),
+    ("bailian", "alpha", "-5", "bailian.alpha must be a number >= 0"),
+    ("dynamo", "temperature", "-1", "dynamo.temperature must be a number >= 0"),
+    ("llm-d", "max_blocks", "2.5", "llm-d.max_blocks must be an integer >= 0"),
+    ("llm-d", "max_blocks", "-5", "llm-d.max_blocks must be an integer >= 0"),
+])
+def test_out_of_range_values_name_the_parameter(policy, param, value, message):
+    with pytest.raises(ValueError, match=message):
+        get(policy).resolve({param: value})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_numeric_parameter_declares_a_range_holding_its_default(name):
+    spec = get(name)
+    for key, default in spec.params.items():
+        assert key in spec.choices or spec.ranges[key].contains(float(default))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -122,3 +122,19 @@ def test_parse_and_cluster_field():
     cluster = ClusterConfig("example", "example", hardware=HardwareSpec.example(), queue="mlfq")
     assert cluster.queue == QueueDiscipline("mlfq")
     assert ClusterConfig("example", "example", hardware=HardwareSpec.example()).queue.name == "fcfs"
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("fcfs", {"alpha": "2"}, "queue parameter alpha does not apply to fcfs"),
+    ("smetric-score", {"t_low": "1"}, "queue parameter t_low does not apply to smetric-score"),
+    ("mlfq", {"l_max": "abc"}, "queue parameter l_max must be a number > 0, got 'abc'"),
+    ("mlfq", {"delta": "-1"}, "queue parameter delta must be a number >= 0"),
+    ("mlfq", {"short_s": "inf"}, "queue parameter short_s must be finite"),
+])
+def test_parse_rejects_values_naming_the_parameter(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        QueueDiscipline.parse(name, params)
+
+
+def test_l_max_applies_to_every_discipline():
+    assert QueueDiscipline.parse("fcfs", {"l_max": "3"}).l_max == 3.0  # the starvation threshold

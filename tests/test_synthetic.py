@@ -186,4 +186,8 @@ def test_bad_sizes_fail_loudly():
         synth_workload(AGENT, 10, duration=60.0)
     with pytest.raises(ValueError, match="duration"):
         synth_workload(AGENT, None, duration=-1.0)
-    assert isinstance(SessionWorkloadConfig(session_rate=1.0, requests_per_minute=None), SessionWorkloadConfig)
+    # the other arm of "exactly one": a session rate alone is accepted and is what sets the rate
+    config = SessionWorkloadConfig(session_rate=1.0, requests_per_minute=None)
+    assert session_rate(config) == 1.0
+    assert session_rate(with_overrides(config, session_rate=None, requests_per_minute=60.0)) == pytest.approx(
+        1.0 / expected_turns(config))

@@ -25,6 +25,7 @@ def _parse_params(pairs: list[str], flag: str = "--param") -> dict:
 
 def register_simulate(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric simulate``."""
+    from ..workload.cli_cmds import add_limit_arguments
     from ..workload.loaders import FORMATS
 
     parser.description = ("Replay a trace on a simulated cluster with a routing policy and print the summary "
@@ -35,8 +36,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a policy parameter (repeatable)")
     parser.add_argument("--instances", type=int, help="instances (default: prefill + decode when disaggregated)")
-    parser.add_argument("--model", required=True, help="model name (see `smetric perf --list`)")
-    parser.add_argument("--gpu", required=True, help="GPU name")
+    parser.add_argument("--model", required=True, help="model name (listed by `smetric perf --help`)")
+    parser.add_argument("--gpu", required=True, help="GPU name (listed by `smetric perf --help`)")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
     parser.add_argument("--load", type=float, default=1.0, help="arrival-rate multiplier (default 1)")
     parser.add_argument("--mode", choices=("colocated", "disaggregated"), default="colocated")
@@ -49,7 +50,9 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="KV loads delay the admitting iteration instead of overlapping with compute")
     parser.add_argument("--max-num-seqs", type=int, default=256)
     parser.add_argument("--max-batched-tokens", type=int, default=4096)
-    parser.add_argument("--block-size", type=int, default=256, help="engine KV block size (tokens)")
+    parser.add_argument("--block-size", type=int,
+                        help="engine KV block size (tokens), a multiple of the trace's block size (default: 256 "
+                             "rounded up to a multiple of it)")
     parser.add_argument("--replay", choices=REPLAYS, default="open")
     parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
                         help="order in which an instance admits its waiting requests (default fcfs)")
@@ -57,32 +60,41 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs")
+    parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs (checked first)")
+    add_limit_arguments(parser)
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar (default: on for runs of >= 100,000 requests)")
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    """Load, simulate, print; exit 1 on an unreadable trace, 2 on bad arguments."""
-    from ..workload.errors import TraceFormatError
-    from ..workload.loaders import load_trace
+    """Check the output, load, simulate, print; exit 1 on an unreadable trace or output, 2 on bad arguments."""
+    from ..outputs import check_output
+    from ..workload.cli_cmds import read_for_cli
     from .config import ClusterConfig, GlobalStore
     from .queueing import QueueDiscipline
     from .simulate import simulate
 
     try:
-        workload = load_trace(args.trace, format=args.format)
-    except (TraceFormatError, FileNotFoundError) as exc:
+        if args.out:
+            check_output(args.out, directory=True)
+    except ValueError as exc:
         print(f"smetric simulate: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    workload, code = read_for_cli("simulate", args)
+    if workload is None:
+        return code
     try:
+        if args.block_size is not None and args.block_size % workload.block_size:
+            raise ValueError(f"--block-size {args.block_size} is not a multiple of the trace's "
+                             f"{workload.block_size}-token blocks")
+        block = {} if args.block_size is None else {"block_size": args.block_size}
         n = args.instances
         if n is None:
             n = args.prefill_instances + args.decode_instances if args.mode == "disaggregated" else 1
         cluster = ClusterConfig(
             model=args.model, gpu=args.gpu, tp=args.tp, n_instances=n, mode=args.mode,
             n_prefill=args.prefill_instances, n_decode=args.decode_instances, max_num_seqs=args.max_num_seqs,
-            max_batched_tokens=args.max_batched_tokens, block_size=args.block_size, dram_gb=args.dram_gb,
+            max_batched_tokens=args.max_batched_tokens, dram_gb=args.dram_gb, **block,
             global_store=GlobalStore.parse(args.global_store, tp=args.tp),
             kv_load_overlap=not args.no_load_overlap, replay=args.replay,
             queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")))
@@ -93,7 +105,11 @@ def run_simulate(args: argparse.Namespace) -> int:
         return 2
     summary = result.summary()
     if args.out:
-        result.to_csv(args.out)
+        try:
+            result.to_csv(args.out)
+        except OSError as exc:
+            print(f"smetric simulate: cannot write --out {args.out}: {exc}", file=sys.stderr)
+            return 1
     if args.json:
         out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
         print(json.dumps({"trace": workload.name, "policy": args.policy, "load": args.load,

@@ -124,6 +124,7 @@ from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .queueing import FCFS, N_Q, Q_KIND, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+from .sampling import halve_samples
 
 __all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
 
@@ -160,7 +161,7 @@ DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
 G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP = range(7)
 N_GI = 7
-GF_NOW, GF_WRITE, GF_QUEUE = range(3)
+GF_NOW, GF_WRITE, GF_SAMPLE_DT, GF_QUEUE = range(4)
 N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[GF_QUEUE:]
 
 # Engine functions are compiled with ``_nrt=False``: the engine allocates nothing (all state is
@@ -173,7 +174,7 @@ EngineData = namedtuple("EngineData", [
     "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
     "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
     "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
-    "sample_t0", "sample_dt", "n_samples", "hshift", "hmask", "dshift", "dmask"])
+    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
@@ -560,9 +561,15 @@ def _set_queued(d, st, i, r, tok):
 
 @njit(cache=True, _nrt=False)
 def _sample_until(d, st, i, t):
-    """Record instance ``i``'s (unchanged) state at every sample time before ``t``."""
+    """Record instance ``i``'s (unchanged) state at every sample time before ``t`` (:mod:`.sampling`)."""
     k = st.ii[i, II_SAMPLED]
-    while k < d.n_samples and d.sample_t0 + k * d.sample_dt < t:
+    while d.sample_t0 + k * st.gf[GF_SAMPLE_DT] < t:
+        if k == d.n_samples:  # out of slots: every instance keeps its even samples, the spacing doubles
+            st.ii[i, II_SAMPLED] = k
+            halve_samples(st.ts, st.ii[:, II_SAMPLED])
+            st.gf[GF_SAMPLE_DT] *= 2.0
+            k = st.ii[i, II_SAMPLED]
+            continue
         st.ts[i, k, TS_WAITING] = st.ii[i, II_NWAIT]
         st.ts[i, k, TS_RUNNING] = st.ii[i, II_NRUN]
         st.ts[i, k, TS_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
@@ -1062,7 +1069,7 @@ def _run(d, st, max_arrivals):
 @njit(cache=True, _nrt=False)
 def _finalize(d, st):
     for i in range(d.n_inst):
-        _sample_until(d, st, i, INF)
+        _sample_until(d, st, i, st.gf[GF_NOW])
 
 
 # ====================================================================== Python side
@@ -1082,7 +1089,7 @@ def _make_data(inp: EngineInput) -> EngineData:
         B=int(inp.block_size), C=int(inp.hbm_blocks), D=int(d_cap), GCAP=int(gcap),
         kvb=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
         global_lat=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
-        sample_t0=float(inp.arrival[0]), sample_dt=float(inp.sample_dt), n_samples=int(inp.n_samples),
+        sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
         hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
         dmask=int(dsize_shift[2]))
 
@@ -1129,6 +1136,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         tt_i[k] = tt_i[2 * k]
     gf = np.zeros(N_GF)
     gf[GF_NOW] = -np.inf
+    gf[GF_SAMPLE_DT] = inp.sample_dt
     gf[GF_QUEUE:] = inp.queue
     return EngineState(
         ri=ri, rf=rf, ii=ii, fi=fi, hkeys=hkeys, hvals=hvals, hslot=hslot, hfree=hfree,
@@ -1159,7 +1167,8 @@ def _raw(inp: EngineInput, st: EngineState) -> RawRun:
         inst_routed=ii[:, II_ROUTED].copy(), inst_kv_peak=ii[:, II_KVPEAK].copy(),
         inst_dram_read=fi[:, FI_DRAMR].copy(), inst_global_read=fi[:, FI_GLOBR].copy(),
         inst_pd_read=fi[:, FI_PDR].copy(), global_write=float(st.gf[GF_WRITE]),
-        end_time=float(st.gf[GF_NOW]), timeseries=st.ts, sample_dt=float(inp.sample_dt))
+        end_time=float(st.gf[GF_NOW]), timeseries=st.ts[:, :ii[0, II_SAMPLED]].copy(),
+        sample_dt=float(st.gf[GF_SAMPLE_DT]))
 
 
 def state_bytes(inp: EngineInput) -> int:
@@ -1212,4 +1221,5 @@ def compile_engine() -> None:
 _HERE = Path(__file__).resolve()
 refresh_module(sys.modules[__name__], policy_sources() + [_HERE.parents[1] / "hardware" / "kernel.py",
                                                           _HERE.with_name("kvcache.py"),
-                                                          _HERE.with_name("queueing.py"), _HERE])
+                                                          _HERE.with_name("queueing.py"),
+                                                          _HERE.with_name("sampling.py"), _HERE])

@@ -70,9 +70,9 @@ class EngineInput:
     # queue discipline
     queue: np.ndarray          # float64 vector of smetric.cluster.queueing (layout Q_*)
     decode_est: np.ndarray     # float64 [n], expected decode GPU seconds of each request
-    # time series
-    sample_dt: float
-    n_samples: int
+    # time series (smetric.cluster.sampling: the spacing doubles until the samples cover the run)
+    sample_dt: float           # initial spacing (s)
+    n_samples: int             # sample slots per instance (>= 2)
 
     @property
     def n(self) -> int:
@@ -109,6 +109,8 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     if np.any(workload.input_len < 1):
         row = int(np.flatnonzero(workload.input_len < 1)[0])
         raise ValueError(f"request {row} has input_len {workload.input_len[row]}: every prompt needs >= 1 token")
+    if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 2):
+        raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     hw = hardware if hardware is not None else cluster.hardware_spec()

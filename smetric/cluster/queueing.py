@@ -28,14 +28,15 @@ selection loop on its own data structures.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from ..hardware.kernel import iteration_time_nb
+from ..ranges import AT_LEAST_0, POSITIVE
 
-__all__ = ["DISCIPLINES", "QueueDiscipline", "decode_estimates", "rank_nb", "queue_order",
+__all__ = ["DISCIPLINES", "QUEUE_PARAMS", "QueueDiscipline", "decode_estimates", "rank_nb", "queue_order",
            "LEVEL_LOW", "LEVEL_MEDIUM", "LEVEL_HIGH"]
 
 DISCIPLINES = ("fcfs", "smetric-score", "mlfq")
@@ -45,6 +46,20 @@ LEVEL_LOW, LEVEL_MEDIUM, LEVEL_HIGH = range(3)
 (Q_KIND, Q_ALPHA, Q_BETA, Q_GAMMA, Q_DELTA, Q_LMAX, Q_SHORT, Q_LONG, Q_TLOW, Q_TMED) = range(10)
 N_Q = 10
 _MIN_EST = 1e-6  # seconds: E[T] floor so 1/E[T] stays finite
+
+# parameter -> (allowed values, the disciplines that read it); l_max is also the starvation threshold
+# of every discipline (SimResult's sessions_starved_frac)
+QUEUE_PARAMS = {
+    "alpha": (AT_LEAST_0, ("smetric-score", "mlfq")),
+    "beta": (AT_LEAST_0, ("smetric-score", "mlfq")),
+    "gamma": (AT_LEAST_0, ("smetric-score", "mlfq")),
+    "delta": (AT_LEAST_0, ("smetric-score", "mlfq")),
+    "l_max": (POSITIVE, DISCIPLINES),
+    "short_s": (POSITIVE, ("mlfq",)),
+    "long_s": (POSITIVE, ("mlfq",)),
+    "t_low": (POSITIVE, ("mlfq",)),
+    "t_medium": (POSITIVE, ("mlfq",)),
+}
 
 
 @dataclass(frozen=True)
@@ -77,14 +92,11 @@ class QueueDiscipline:
         if name not in DISCIPLINES:
             raise ValueError(f"queue discipline must be one of {DISCIPLINES}, got {self.name!r}")
         object.__setattr__(self, "name", name)
-        for field in ("alpha", "beta", "gamma", "delta"):
+        for field, (allowed, _) in QUEUE_PARAMS.items():
             value = getattr(self, field)
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
-                raise ValueError(f"queue weight {field} must be a finite number >= 0, got {value!r}")
-        for field in ("l_max", "short_s", "long_s", "t_low", "t_medium"):
-            value = getattr(self, field)
-            if not (isinstance(value, (int, float)) and value > 0):
-                raise ValueError(f"queue parameter {field} must be > 0 seconds, got {value!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ValueError(f"queue parameter {field} must be {allowed.describe()}, got {value!r}")
+            allowed.check(f"queue parameter {field}", value)
         if self.short_s >= self.long_s:
             raise ValueError(f"short_s ({self.short_s}) must be below long_s ({self.long_s})")
         if self.t_low > self.t_medium:
@@ -92,14 +104,23 @@ class QueueDiscipline:
 
     @classmethod
     def parse(cls, name: str, params: dict | None = None) -> "QueueDiscipline":
-        """``name`` with ``params`` (field -> value, values may be strings) overriding the defaults."""
-        fields = set(asdict(cls()).keys()) - {"name"}
+        """``name`` with ``params`` (field -> value, values may be strings) overriding the defaults.
+
+        A parameter the discipline does not read (e.g. ``alpha`` with ``fcfs``) is an error.
+        """
+        discipline = str(name).replace("_", "-")
+        if discipline not in DISCIPLINES:
+            raise ValueError(f"queue discipline must be one of {DISCIPLINES}, got {name!r}")
         values = {}
         for key, value in (params or {}).items():
-            if key not in fields:
-                raise ValueError(f"unknown queue parameter {key!r}; known: {sorted(fields)}")
-            values[key] = float(value)
-        return cls(name=name, **values)
+            if key not in QUEUE_PARAMS:
+                raise ValueError(f"unknown queue parameter {key!r}; known: {sorted(QUEUE_PARAMS)}")
+            allowed, users = QUEUE_PARAMS[key]
+            if discipline not in users:
+                takes = [k for k, (_, u) in QUEUE_PARAMS.items() if discipline in u]
+                raise ValueError(f"queue parameter {key} does not apply to {discipline} (it takes: {', '.join(takes)})")
+            values[key] = allowed.check(f"queue parameter {key}", value)
+        return cls(name=discipline, **values)
 
     def vector(self) -> np.ndarray:
         """The float64 parameter vector the engines read (layout ``Q_*``)."""

@@ -21,6 +21,7 @@ from ..policies.dispatch import route
 from .inputs import EngineInput
 from .queueing import FCFS, Q_KIND, queue_order
 from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
+from .sampling import halve_samples
 
 __all__ = ["run_reference"]
 
@@ -73,7 +74,6 @@ class _Inst:
         self.n_queued = 0
         self.q_tok, self.q_cost, self.q_attn = 0, 0.0, 0.0
         self.ctx = 0
-        self.sampled = 0
         self.stats = dict(prefill=0, decode=0, iterations=0, busy=0.0, routed=0, kv_peak=0,
                           dram_read=0.0, global_read=0.0, pd_read=0.0)
 
@@ -110,6 +110,8 @@ class _Reference:
                         reason=np.full(n, -1, np.int64))
         self.ts = np.zeros((inp.n_instances, inp.n_samples, N_TS), dtype=np.int64)
         self.t0 = float(inp.arrival[0])
+        self.sampled = np.zeros(inp.n_instances, dtype=np.int64)  # samples recorded per instance
+        self.sample_dt = float(inp.sample_dt)
 
     # ------------------------------------------------------------------ caches
     def _prefix(self, blocks: list[int], present) -> int:
@@ -181,9 +183,14 @@ class _Reference:
                 inst.q_attn = 0.0
 
     def _sample_until(self, inst: _Inst, t: float) -> None:
-        while inst.sampled < self.inp.n_samples and self.t0 + inst.sampled * self.inp.sample_dt < t:
-            self.ts[inst.idx, inst.sampled] = (len(inst.waiting), len(inst.running), inst.pinned + inst.private)
-            inst.sampled += 1
+        i = inst.idx
+        while self.t0 + self.sampled[i] * self.sample_dt < t:
+            if self.sampled[i] == self.inp.n_samples:  # out of slots: keep the even samples, double the spacing
+                halve_samples(self.ts, self.sampled)
+                self.sample_dt *= 2.0
+                continue
+            self.ts[i, self.sampled[i]] = (len(inst.waiting), len(inst.running), inst.pinned + inst.private)
+            self.sampled[i] += 1
 
     # ------------------------------------------------------------------ admission
     def _admit(self, inst: _Inst, q: _Req, t: float) -> float | None:
@@ -482,7 +489,7 @@ class _Reference:
                 self.now = t
                 self._arrival(r, t)
         for inst in self.inst:
-            self._sample_until(inst, INF)
+            self._sample_until(inst, self.now)
         out = self.out
         out["reason"][out["reason"] < 0] = REASON_STALLED
         s = {k: np.array([inst.stats[k] for inst in self.inst]) for k in self.inst[0].stats}
@@ -492,7 +499,7 @@ class _Reference:
             inst_routed=s["routed"].astype(np.int64), inst_kv_peak=s["kv_peak"].astype(np.int64),
             inst_dram_read=s["dram_read"].astype(np.float64), inst_global_read=s["global_read"].astype(np.float64),
             inst_pd_read=s["pd_read"].astype(np.float64), global_write=float(self.global_write),
-            end_time=float(self.now), timeseries=self.ts, sample_dt=float(inp.sample_dt))
+            end_time=float(self.now), timeseries=self.ts[:, :self.sampled[0]].copy(), sample_dt=self.sample_dt)
 
 
 def run_reference(inp: EngineInput) -> RawRun:

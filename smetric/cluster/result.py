@@ -22,7 +22,8 @@ Definitions used by :meth:`SimResult.summary`:
   admitted turns; the max is the starvation figure); **starved sessions** -- the share of sessions
   (with an admitted turn) whose longest-waiting turn waited more than the queue discipline's ``l_max``.
 * **busy** -- an instance is busy at a time-series sample when it holds admitted requests (running
-  or loading their KV); ``busy_mean`` is the mean over samples and instances, ``busy_cv`` the
+  or loading their KV); the samples are evenly spaced from the first arrival to the last finish
+  (:mod:`smetric.cluster.sampling`); ``busy_mean`` is the mean over samples and instances, ``busy_cv`` the
   coefficient of variation over time of the cluster's busy fraction (sawtooth utilisation shows
   as a high value).
 """

@@ -46,5 +46,5 @@ class RawRun:
     inst_pd_read: np.ndarray         # float64 bytes received over the P->D link
     global_write: float              # bytes newly written to the global store
     end_time: float                  # time of the last event
-    timeseries: np.ndarray           # [n_instances, n_samples, N_TS] state at t = k * sample_dt
-    sample_dt: float
+    timeseries: np.ndarray           # [n_instances, k, N_TS] state at t0 + j * sample_dt up to the last event
+    sample_dt: float                 # final spacing (s; see smetric.cluster.sampling)

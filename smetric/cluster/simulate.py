@@ -29,7 +29,8 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
         seed: seeds the random numbers a policy may draw (same seed, same result).
         engine: ``numba`` (default) or ``reference`` (the slow pure-Python oracle).
         progress: show a progress bar (default: only for runs of >= 100,000 requests).
-        n_samples: points of the per-instance time series.
+        n_samples: slots of the per-instance time series (>= 2); the samples cover first arrival to
+            last finish with between ``n_samples / 2`` and ``n_samples`` points (:mod:`.sampling`).
         queue: the instances' queue discipline (a :class:`QueueDiscipline` or a name); None keeps
             ``cluster.queue`` (default FCFS).
     """
@@ -37,8 +38,6 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if not isinstance(cluster, ClusterConfig):
         raise TypeError(f"cluster must be a ClusterConfig, got {type(cluster).__name__}")
-    if not (isinstance(n_samples, int) and n_samples > 0):
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     if queue is not None:
         cluster = dataclasses.replace(cluster, queue=queue)
     inp = prepare(workload, cluster, policy, params, load=load, seed=seed, n_samples=n_samples)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0, POSITIVE
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
 from .selection import argmin_random, pick_tied
@@ -34,6 +35,7 @@ SPEC = PolicySpec(
     "with cache_view=engine, the exact local hit (KV-event sync mode)",
     params={"imbalance": 8.0, "sigma_factor": 1.0, "index_ttl": 1200.0, "cache_view": "router"},
     choices={"cache_view": CACHE_VIEWS},
+    ranges={"imbalance": AT_LEAST_0, "sigma_factor": AT_LEAST_0, "index_ttl": POSITIVE},
     context=("block_size",), state_size=index_size)
 
 _IMBALANCE, _SIGMA, _TTL, _VIEW, _B = (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0
 from .base import R_INPUT_LEN, V_CONTEXT_TOKENS
 from .selection import minmax, sample_weighted
 from .signals import batch_size, local_hit
@@ -26,7 +27,8 @@ SPEC = PolicySpec(
     "bailian", PID, "sample proportional to alpha*hit% + beta*(1-BS) + gamma*(1-tokens), min-max normalised",
     "blitz-router docs/dsl/policies.md (BAILIAN linear, --bailian-{alpha,beta,gamma}); SMetric/LMetric baseline",
     "local HBM/DRAM hit, running + waiting requests, in-flight context tokens (engine reports; exact here)",
-    params={"alpha": 0.7, "beta": 0.15, "gamma": 0.15})
+    params={"alpha": 0.7, "beta": 0.15, "gamma": 0.15},
+    ranges={"alpha": AT_LEAST_0, "beta": AT_LEAST_0, "gamma": AT_LEAST_0})
 
 _ALPHA, _BETA, _GAMMA = SPEC.slots("alpha", "beta", "gamma")
 

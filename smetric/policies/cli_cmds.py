@@ -19,7 +19,7 @@ def _format_param(spec, name) -> str:
     default = spec.params[name]
     if name in spec.choices:
         return f"{name}={default} ({'|'.join(spec.choices[name])})"
-    return f"{name}={default:g}"
+    return f"{name}={default:g} ({spec.ranges[name].describe()})"
 
 
 def run_policies(args: argparse.Namespace) -> int:

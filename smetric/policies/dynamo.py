@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0, FRACTION
 from .base import R_INPUT_LEN, V_CONTEXT_TOKENS, V_HIT_DRAM, V_HIT_HBM, V_KV_USED, V_QUEUED_TOKENS
 from .selection import argmin_random, sample_weighted
 from .signals import new_tokens
@@ -33,6 +34,7 @@ SPEC = PolicySpec(
     "HBM/DRAM hits (KV events: exact), queued prefill tokens and in-flight context tokens (router bookkeeping: "
     "exact), HBM blocks in use for ties",
     params={"overlap_weight": 1.0, "temperature": 0.0, "host_weight": 0.75},
+    ranges={"overlap_weight": AT_LEAST_0, "temperature": AT_LEAST_0, "host_weight": FRACTION},
     context=("block_size",))
 
 _W, _T, _HOST, _B = SPEC.slots("overlap_weight", "temperature", "host_weight", "block_size")

@@ -3,7 +3,7 @@
 ``S_i = w_prefix * prefix_i + w_queue * queue_i + w_kv * kv_i + w_load_aware * load_aware_i`` with
 
 * ``prefix``: ``estimate`` (default profile) -- the router's own LRU index of the prompts it routed,
-  matched over at most ``max_blocks`` (256) leading blocks: ``matched / total`` (total also capped);
+  matched over at most ``max_blocks`` (256; 0 = no cap) leading blocks: ``matched / total`` (total also capped);
   ``precise`` -- engine KV events: ``min(1, (HBM blocks + 0.8 * DRAM blocks) / total)``;
 * ``queue`` = ``(q_max - q_i) / (q_max - q_min)`` over waiting-queue lengths (1 for all if equal);
 * ``kv`` = ``1 - used / capacity`` of HBM KV blocks;
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0, POSITIVE, integer
 from .base import R_INPUT_LEN, R_NOW, V_HIT_DRAM, V_HIT_HBM, V_KV_CAPACITY, V_KV_USED, V_N_WAITING
 from .router_index import index_match, index_size, remember
 from .selection import argmax_random, minmax
@@ -35,6 +36,8 @@ SPEC = PolicySpec(
     params={"w_prefix": 3.0, "w_queue": 2.0, "w_kv": 2.0, "w_load_aware": 0.0, "load_threshold": 128.0,
             "max_blocks": 256.0, "prefix": "estimate"},
     choices={"prefix": ("estimate", "precise")},
+    ranges={"w_prefix": AT_LEAST_0, "w_queue": AT_LEAST_0, "w_kv": AT_LEAST_0, "w_load_aware": AT_LEAST_0,
+            "load_threshold": POSITIVE, "max_blocks": integer(0)},
     state_size=index_size)
 
 _W_PREFIX, _W_QUEUE, _W_KV, _W_LOAD, _T, _MAX_BLOCKS, _PREFIX = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from ..ranges import AT_LEAST_0
 from .base import R_INPUT_LEN, R_NOW, V_QUEUED_TOKENS
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
 from .signals import batch_size, new_tokens
@@ -32,15 +33,10 @@ SPEC = PolicySpec(
     choices={"cache_view": CACHE_VIEWS},
     context=("block_size",),
     state_size=index_size,
-    validate=lambda v: _check_ttl(v["index_ttl"]))
+    ranges={"index_ttl": AT_LEAST_0})
 
 _VIEW, _TTL, _B = SPEC.slots("cache_view", "index_ttl", "block_size")
 _ROUTER = SPEC.code("cache_view", "router")
-
-
-def _check_ttl(ttl: float) -> None:
-    if ttl < 0:
-        raise ValueError(f"index_ttl must be >= 0 seconds (0 = no expiry), got {ttl}")
 
 
 @njit(cache=True)

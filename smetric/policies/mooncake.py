@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import POSITIVE
 from .base import R_INPUT_LEN, V_HIT_GLOBAL, V_QUEUED_ATTN
 from .selection import argmin_random
 from .signals import attention_tokens, local_hit, new_tokens
@@ -34,7 +35,7 @@ SPEC = PolicySpec(
     "mooncake", PID, "argmin estimated TTFT = transfer + queue + prefill(L, prefix); pull the best prefix if >= theta x local",
     "Mooncake (FAST'25) Algorithm 1, kvcache_balancing_threshold theta (no published default: swept)",
     "local and global-store hits (KV events: exact), queued prefill in attention-aware units (predicted queue time)",
-    params={"theta": 1.5, "transfer_rate": 2.5e5},
+    params={"theta": 1.5, "transfer_rate": 2.5e5}, ranges={"theta": POSITIVE, "transfer_rate": POSITIVE},
     context=("l_eq", "prefill_rate"))
 
 _THETA, _TRANSFER, _L_EQ, _RATE = SPEC.slots("theta", "transfer_rate", "l_eq", "prefill_rate")

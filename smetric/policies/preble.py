@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0, POSITIVE, at_least, integer
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT, V_REQ_COST
 from .selection import argmin_first
 from .signals import local_hit
@@ -38,6 +39,8 @@ SPEC = PolicySpec(
     "local HBM/DRAM hit (Preble's tree mirrors GPU caches: exact here), estimated prefill seconds of the "
     "request per instance, in-flight requests, the router's own window of routed miss cost",
     params={"window": 180.0, "rebalance": 1.5, "warmup": 50.0, "tpot": 0.02, "decode_len": 45.0},
+    ranges={"window": POSITIVE, "rebalance": at_least(1), "warmup": integer(0), "tpot": AT_LEAST_0,
+            "decode_len": AT_LEAST_0},
     state_size=lambda ctx: 1 + window_size(ctx.n_instances))
 
 _WINDOW, _REBALANCE, _WARMUP, _TPOT, _DECODE_LEN = (

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from ..ranges import AT_LEAST_0, FRACTION, at_least
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
 from .selection import argmax_random, argmin_first
@@ -36,6 +37,7 @@ SPEC = PolicySpec(
     "(no eviction feedback) or, with cache_view=engine, the exact local hit",
     params={"cache_threshold": 0.3, "balance_abs": 64.0, "balance_rel": 1.5, "cache_view": "router"},
     choices={"cache_view": CACHE_VIEWS},
+    ranges={"cache_threshold": FRACTION, "balance_abs": AT_LEAST_0, "balance_rel": at_least(1)},
     context=("block_size",),
     state_size=index_size)
 

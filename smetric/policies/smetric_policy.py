@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import AT_LEAST_0, FRACTION, POSITIVE, Range
 from .base import PolicyContext, R_HISTORY, R_INPUT_LEN, R_NOW, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS
 from .router_index import CACHE_VIEWS, index_insert, index_size, prefix_hits
 from .selection import argmin_rotating
@@ -57,22 +58,10 @@ RATE_WINDOW = 64  # samples kept per instance (the Rust reimplementation's windo
 _RATE_SLOTS = 4 + RATE_WINDOW  # per instance: observed flag, queue after routing, last time, sample count, ring
 
 
-def _validate(v: dict) -> None:
-    if not 0.0 < v["rate_quantile"] <= 1.0:
-        raise ValueError(f"smetric.rate_quantile must be in (0, 1], got {v['rate_quantile']}")
-    if v["rate_min_samples"] != int(v["rate_min_samples"]) or not 1 <= v["rate_min_samples"] <= RATE_WINDOW:
-        raise ValueError(f"smetric.rate_min_samples must be an integer in [1, {RATE_WINDOW}], "
-                         f"got {v['rate_min_samples']}")
-    if v["index_ttl"] < 0:
-        raise ValueError(f"smetric.index_ttl must be >= 0 seconds (0 = no expiry), got {v['index_ttl']}")
-    for name in ("hit_ratio", "slack", "overload_factor"):
-        if v[name] < 0:
-            raise ValueError(f"smetric.{name} must be >= 0, got {v[name]}")
-
-
 def _state_size(ctx: PolicyContext) -> int:
     """Router index, round-robin pointer, per-instance rate estimators."""
     return index_size(ctx) + 1 + ctx.n_instances * _RATE_SLOTS
+
 
 SPEC = PolicySpec(
     "smetric", PID,
@@ -88,7 +77,8 @@ SPEC = PolicySpec(
     context=("l_eq", "prefill_rate", "ttft_base", "ttft_per_1k", "block_size"),
     constants=lambda ctx: [index_size(ctx)],
     state_size=_state_size,
-    validate=_validate)
+    ranges={"hit_ratio": FRACTION, "slack": POSITIVE, "overload_factor": POSITIVE, "index_ttl": AT_LEAST_0,
+            "rate_quantile": Range(0.0, 1.0, lo_open=True), "rate_min_samples": Range(1.0, RATE_WINDOW, integer=True)})
 
 (_HIT_RATIO, _SLACK, _OVERLOAD, _GUARD, _COST, _VIEW, _TTL, _RATE_MODE, _QUANTILE, _MIN_SAMPLES,
  _L_EQ, _RATE, _TTFT_BASE, _TTFT_PER_1K, _B) = SPEC.slots(

@@ -1,5 +1,8 @@
 """``PolicySpec``: what the registry knows about a policy (parameters, defaults, sources, signals).
 
+Every numeric parameter declares its allowed values in ``ranges`` (a :class:`~smetric.ranges.Range`);
+:meth:`PolicySpec.resolve` rejects a value outside it with a message naming ``policy.parameter``.
+
 A policy's numeric ``params`` vector is laid out as: its named parameters in declaration order
 (string choices encoded as the index of the value), then the :class:`~smetric.policies.base.PolicyContext`
 fields named in ``context``, then whatever ``constants(ctx)`` returns. Policy modules read the
@@ -14,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..ranges import Range
 from .base import PolicyContext
 
 _CONTEXT_FIELDS = tuple(f.name for f in fields(PolicyContext))
@@ -25,11 +29,11 @@ class PolicySpec:
 
     ``params`` maps each parameter name to its default, in the order of the numeric vector;
     a string-valued parameter lists its allowed values in ``choices`` and is encoded as the
-    value's index. ``context`` names :class:`PolicyContext` fields appended after the named
-    parameters; ``constants(ctx)`` returns further cluster constants appended after those;
+    value's index; every other parameter declares its allowed values in ``ranges``. ``context``
+    names :class:`PolicyContext` fields appended after the named parameters; ``constants(ctx)``
+    returns further cluster constants appended after those;
     ``state_size(ctx)`` is the length of the policy's float64 state vector.
     ``signals`` says which view columns the policy reads and how fresh a real router's copy is.
-    ``validate(values)`` checks the resolved parameter values together (raise ``ValueError``).
     """
 
     name: str
@@ -39,10 +43,10 @@ class PolicySpec:
     signals: str
     params: dict = field(default_factory=dict)
     choices: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
     constants: Callable[[PolicyContext], list] = lambda ctx: []
     state_size: Callable[[PolicyContext], int] = lambda ctx: 0
     context: tuple = ()
-    validate: Callable[[dict], None] = lambda values: None
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.lower() or "_" in self.name or " " in self.name:
@@ -55,8 +59,18 @@ class PolicySpec:
             if self.params[key] not in allowed:
                 raise ValueError(f"policy {self.name!r}: default {self.params[key]!r} of {key!r} is not in {allowed}")
         for key, val in self.params.items():
-            if key not in self.choices and not isinstance(val, (int, float)):
+            if key in self.choices:
+                continue
+            if not isinstance(val, (int, float)):
                 raise ValueError(f"policy {self.name!r}: parameter {key!r} needs a number or choices, got {val!r}")
+            if not isinstance(self.ranges.get(key), Range):
+                raise ValueError(f"policy {self.name!r}: numeric parameter {key!r} needs a Range in ranges")
+            if not self.ranges[key].contains(float(val)):
+                raise ValueError(f"policy {self.name!r}: default {val!r} of {key!r} is not "
+                                 f"{self.ranges[key].describe()}")
+        for key in self.ranges:
+            if key not in self.params or key in self.choices:
+                raise ValueError(f"policy {self.name!r}: range given for {key!r}, which is not a numeric parameter")
         for name in self.context:
             if name not in _CONTEXT_FIELDS:
                 raise ValueError(f"policy {self.name!r}: context field {name!r} is not one of {_CONTEXT_FIELDS}")
@@ -88,13 +102,7 @@ class PolicySpec:
                     raise ValueError(f"{self.name}.{key} must be one of {self.choices[key]}, got {val!r}")
                 values[key] = str(val)
             else:
-                try:
-                    values[key] = float(val)
-                except (TypeError, ValueError):
-                    raise ValueError(f"{self.name}.{key} must be a number, got {val!r}") from None
-                if not np.isfinite(values[key]):
-                    raise ValueError(f"{self.name}.{key} must be finite, got {val!r}")
-        self.validate(values)
+                values[key] = self.ranges[key].check(f"{self.name}.{key}", val)
         return values
 
     def build(self, ctx: PolicyContext, overrides: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +114,10 @@ class PolicySpec:
         return np.asarray(vec, dtype=np.float64), np.zeros(int(self.state_size(ctx)), dtype=np.float64)
 
     def describe(self) -> list[dict]:
-        """One row per parameter (name, default, allowed values) for listings; one row if it has none."""
+        """One row per parameter (name, default, choices or range) for listings; one row if it has none."""
         head = {"policy": self.name, "summary": self.summary, "source": self.source, "signals": self.signals}
         if not self.params:
-            return [dict(head, param="", default="", choices="")]
-        return [dict(head, param=k, default=v, choices="|".join(self.choices.get(k, ())))
+            return [dict(head, param="", default="", choices="", range="")]
+        return [dict(head, param=k, default=v, choices="|".join(self.choices.get(k, ())),
+                     range=self.ranges[k].describe() if k in self.ranges else "")
                 for k, v in self.params.items()]

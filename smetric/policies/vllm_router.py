@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..ranges import POSITIVE
 from .base import R_INPUT_LEN, R_NOW, R_SESSION
 from .hashing import hash52
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
@@ -41,7 +42,7 @@ SESSION = PolicySpec(
     "vllm-session", PID_SESSION, "consistent hash of the session id; lowest windowed QPS without a session",
     "vllm-project/production-stack routing_logic.py (session: uhashring ring; _qps_routing fallback)",
     "session id only (plus router-side request counts for the fallback); no load or cache signal",
-    params={"qps_window": 60.0},
+    params={"qps_window": 60.0}, ranges={"qps_window": POSITIVE},
     state_size=lambda ctx: 1 + 2 * VNODES * ctx.n_instances + window_size(ctx.n_instances))
 
 _VIEW, _B = PREFIX.slots("cache_view", "block_size")

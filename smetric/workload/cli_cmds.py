@@ -9,10 +9,33 @@ import sys
 
 from .characterize import DEFAULT_LRU_BLOCKS
 from .loaders import FORMATS, NATIVE_BLOCK_SIZE
-from .synthetic import DEFAULT_PRESET, PRESETS
 from .writers import WRITERS
 
 _COUNT_KEYS = ("n_requests", "n_sessions", "block_size")  # printed as JSON integers (NaN -> null)
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-line-bytes`` and ``--max-tokens``: raise the trace readers' input bounds (see ``TraceLimits``)."""
+    parser.add_argument("--max-line-bytes", type=int, metavar="N",
+                        help="longest trace line read (default 16 MiB, or SMETRIC_MAX_LINE_BYTES)")
+    parser.add_argument("--max-tokens", type=int, metavar="N",
+                        help="longest prompt or reply accepted (default 10,000,000, or SMETRIC_MAX_TOKENS)")
+
+
+def read_for_cli(command: str, args: argparse.Namespace, **options):
+    """``(workload, 0)``, or ``(None, exit code)`` after printing why: 1 unreadable trace, 2 bad arguments."""
+    from .errors import TraceFormatError
+    from .loaders import TraceLimits, load_trace
+
+    try:
+        limits = TraceLimits.from_env(max_line_bytes=args.max_line_bytes, max_tokens=args.max_tokens)
+        return load_trace(args.trace, format=args.format, limits=limits, **options), 0
+    except (TraceFormatError, OSError) as exc:
+        print(f"smetric {command}: {exc}", file=sys.stderr)
+        return None, 1
+    except ValueError as exc:
+        print(f"smetric {command}: {exc}", file=sys.stderr)
+        return None, 2
 
 
 def register_characterize(parser: argparse.ArgumentParser) -> None:
@@ -29,23 +52,17 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shared-prefix", action="store_true",
                         help="kvcache-tester only: treat the tool/system prefix as common to all conversations "
                              "(an assumption, off by default)")
+    add_limit_arguments(parser)
 
 
 def run_characterize(args: argparse.Namespace) -> int:
     """Load the trace, print its statistics; exit 1 on an unreadable trace, 2 on bad arguments."""
     from .characterize import characterize
-    from .errors import TraceFormatError
-    from .loaders import load_trace
 
     replay = {"shared_prefix": True} if args.shared_prefix else {}
-    try:
-        workload = load_trace(args.trace, format=args.format, block_size=args.block_size, **replay)
-    except (TraceFormatError, FileNotFoundError) as exc:
-        print(f"smetric characterize: {exc}", file=sys.stderr)
-        return 1
-    except TypeError as exc:  # --shared-prefix on another format
-        print(f"smetric characterize: {exc}", file=sys.stderr)
-        return 2
+    workload, code = read_for_cli("characterize", args, block_size=args.block_size, **replay)
+    if workload is None:
+        return code
     try:
         stats = characterize(workload, lru_blocks=args.lru_blocks)
     except ValueError as exc:
@@ -62,6 +79,8 @@ def run_characterize(args: argparse.Namespace) -> int:
 
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
+    from .synthetic import DEFAULT_PRESET, PRESETS
+
     parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "
                           "or Bailian trace. Without --block-size the format's native block size is used.")
     parser.add_argument("--out", required=True, help="output file (.jsonl, or .jsonl.gz for gzip)")
@@ -82,7 +101,8 @@ def register_synth(parser: argparse.ArgumentParser) -> None:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    """Generate, write, and print a one-line summary; exit 2 on bad parameters."""
+    """Check the output, generate, write, print a one-line summary; exit 2 on bad parameters, 1 on a failed write."""
+    from ..outputs import check_output
     from .synthetic import get_preset, synth_workload, with_overrides
     from .writers import write_trace
 
@@ -93,12 +113,20 @@ def run_synth(args: argparse.Namespace) -> int:
         overrides["session_rate"] = args.session_rate
     n_sessions = None if args.duration is not None else 2000 if args.sessions is None else args.sessions
     try:
+        check_output(args.out, directory=False)
         config = with_overrides(get_preset(args.preset).config, **overrides)
         workload = synth_workload(config, n_sessions, args.seed, duration=args.duration, warmup=args.warmup)
+    except ValueError as exc:
+        print(f"smetric synth: {exc}", file=sys.stderr)
+        return 2
+    try:
         path = write_trace(workload, args.out, args.format)
     except ValueError as exc:
         print(f"smetric synth: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"smetric synth: cannot write --out {args.out}: {exc}", file=sys.stderr)
+        return 1
     print(f"wrote {len(workload)} requests in {workload.n_sessions} sessions over {workload.duration:.0f} s "
           f"({args.preset}, seed {args.seed}, block size {workload.block_size}) to {path} as {args.format}")
     return 0

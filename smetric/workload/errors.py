@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["TraceFormatError", "TraceSkipWarning"]
+__all__ = ["TraceFormatError", "TraceNoteWarning", "TraceSkipWarning"]
 
 
 class TraceFormatError(ValueError):
@@ -33,3 +33,7 @@ class TraceFormatError(ValueError):
 
 class TraceSkipWarning(UserWarning):
     """Issued when ``on_error="skip"`` left bad lines out of a trace (or a link could not be kept)."""
+
+
+class TraceNoteWarning(UserWarning):
+    """Issued when a trace is kept as it is but the simulator treats part of it differently (e.g. 0-token replies)."""

@@ -25,11 +25,21 @@ How each format maps onto the Workload:
   ``session_rate``, ``seed``), ``shared_prefix`` shares the tool/system prefix across conversations.
 
 Every prompt carries ``ceil(input_len / block_size)`` block ids; a short hash list is padded with
-fresh ids above every id in the file. Bad input raises :class:`TraceFormatError` naming the file,
-line and field; ``on_error="skip"`` leaves bad lines out instead, warns with
-:class:`TraceSkipWarning` and lists them in ``LoadedTrace.skipped``. A truncated gzip stream, an
-empty file, a bad CSV header and a TraceLab round that arrives before its session's previous
-round are fatal either way.
+fresh ids above every id in the file (when those would pass the int64 limit, the file's ids are first
+renumbered 0, 1, ... in their order, which keeps every equality). Bad input raises
+:class:`TraceFormatError` naming the file, line and field; ``on_error="skip"`` leaves bad lines out
+instead, warns with :class:`TraceSkipWarning` and lists them in ``LoadedTrace.skipped``. A truncated
+gzip stream, an empty file, a bad CSV header and a TraceLab round that arrives before its session's
+previous round are fatal either way.
+
+Input size is bounded (:class:`TraceLimits`): lines are read in pieces of at most ``max_line_bytes``
+(a longer line is a bad line, never read whole) and a prompt or reply longer than ``max_tokens`` is a
+bad field; both limits can be raised (``limits=``, ``SMETRIC_MAX_LINE_BYTES`` / ``SMETRIC_MAX_TOKENS``,
+or the CLI's ``--max-line-bytes`` / ``--max-tokens``). A UTF-8 byte-order mark is ignored; a JSON
+key given twice in one object, a timestamp beyond ``MAX_TIME_S``, a date-time outside the years
+nanosecond clocks hold and a Bailian ``turn`` that is not its parent's plus one are bad fields.
+``output_length`` 0 is kept (the simulator generates one token for such a request) with a
+:class:`TraceNoteWarning`.
 """
 
 from __future__ import annotations
@@ -50,11 +60,12 @@ import numpy as np
 
 from .catalog import TRACES, trace_path
 from .core import Workload, n_blocks_for
-from .errors import TraceFormatError, TraceSkipWarning
+from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
 from .kvcache_tester import is_kvcache_tester, read_conversations
 from .sessions import arrival_gaps, chain_sessions, infer_parents
 
-__all__ = ["FORMATS", "NATIVE_BLOCK_SIZE", "LoadedTrace", "detect_format", "read_trace", "load_trace"]
+__all__ = ["FORMATS", "NATIVE_BLOCK_SIZE", "MAX_TIME_S", "TraceLimits", "LoadedTrace", "detect_format", "read_trace",
+           "load_trace"]
 
 FORMATS = ("mooncake", "bailian", "azure", "tracelab", "kvcache-tester")
 NATIVE_BLOCK_SIZE = {"mooncake": 512, "bailian": 16}  # formats that carry hashes
@@ -63,6 +74,42 @@ AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
 TRACELAB_INPUT_EVENTS = ("user_message", "tool_result")
 _INT64_MAX = np.iinfo(np.int64).max
 _INT64_MIN = np.iinfo(np.int64).min
+MAX_TIME_S = 1e10  # |timestamp| bound (s, ~317 years): beyond it float64 times lose sub-10-microsecond precision
+_NS_YEARS = (1678, 2261)  # whole years a signed 64-bit nanosecond clock holds
+
+
+@dataclass(frozen=True)
+class TraceLimits:
+    """Bounds on what a trace file may ask for, so a huge or hostile file fails fast and clearly.
+
+    Attributes:
+        max_line_bytes: longest line read (bytes, newline excluded); default 16 MiB.
+        max_tokens: longest prompt or reply (tokens); default 10 M, the longest public context window.
+    """
+
+    max_line_bytes: int = 16 * 2**20
+    max_tokens: int = 10_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_line_bytes", "max_tokens"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1):
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+    @classmethod
+    def from_env(cls, **overrides: int | None) -> "TraceLimits":
+        """Defaults, then ``SMETRIC_MAX_LINE_BYTES`` / ``SMETRIC_MAX_TOKENS``, then ``overrides`` that are not None."""
+        values = {}
+        for name in ("max_line_bytes", "max_tokens"):
+            var = f"SMETRIC_{name.upper()}"
+            if os.environ.get(var):
+                try:
+                    values[name] = int(os.environ[var])
+                except ValueError:
+                    raise ValueError(f"{var} must be an integer, got {os.environ[var]!r}") from None
+            if overrides.get(name) is not None:
+                values[name] = overrides[name]
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -102,10 +149,22 @@ class _BadField(Exception):
 class _Lines:
     """The non-blank lines of a (possibly gzipped) text file, and the bad ones that were skipped."""
 
-    def __init__(self, path: Path, on_error: str) -> None:
+    def __init__(self, path: Path, on_error: str, limits: TraceLimits) -> None:
         self.path = path
         self.on_error = on_error
+        self.limits = limits
         self.skipped: list[TraceFormatError] = []
+
+    def _raw_lines(self, fh) -> Iterator[bytes | None]:
+        """Each line's bytes, read in pieces of at most ``max_line_bytes + 1``; None for a longer line."""
+        piece = self.limits.max_line_bytes + 1
+        while raw := fh.readline(piece):
+            if len(raw) < piece or raw.endswith(b"\n"):
+                yield raw
+                continue
+            yield None  # too long: the caller raises, or it is skipped and the rest read and dropped
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(piece)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         with open(self.path, "rb") as fh:
@@ -113,12 +172,18 @@ class _Lines:
         lineno = 0
         try:
             with (gzip.open(self.path, "rb") if gzipped else open(self.path, "rb")) as fh:
-                for lineno, raw in enumerate(fh, 1):
+                for lineno, raw in enumerate(self._raw_lines(fh), 1):
+                    if raw is None:
+                        self.bad(lineno, None, f"longer than max_line_bytes = {self.limits.max_line_bytes:,} bytes "
+                                               "(raise it with --max-line-bytes or SMETRIC_MAX_LINE_BYTES)")
+                        continue
                     try:
                         text = raw.decode("utf-8")
                     except UnicodeDecodeError as exc:
                         self.bad(lineno, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
                         continue
+                    if lineno == 1:
+                        text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark
                     if text.strip():
                         yield lineno, text
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
@@ -148,9 +213,18 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    rec = dict(pairs)
+    if len(rec) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _BadField(twice, "appears more than once in the object")
+    return rec
+
+
 def _json_object(text: str) -> dict:
     try:
-        rec = json.loads(text.strip())
+        rec = json.loads(text.strip(), object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise _BadField(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(rec, dict):
@@ -172,6 +246,14 @@ def _int(rec: dict, name: str, minimum: int = 0) -> int:
         raise _BadField(name, f"is negative ({value})" if minimum == 0 else f"must be >= {minimum}, got {value}")
     if value > _INT64_MAX:
         raise _BadField(name, f"{value} does not fit in 64 bits")
+    return value
+
+
+def _tokens(rec: dict, name: str, limits: TraceLimits) -> int:
+    value = _int(rec, name)
+    if value > limits.max_tokens:
+        raise _BadField(name, f"{value:,} tokens exceeds max_tokens = {limits.max_tokens:,} "
+                              "(raise it with --max-tokens or SMETRIC_MAX_TOKENS)")
     return value
 
 
@@ -205,6 +287,10 @@ def _hash_ids(rec: dict, input_len: int, block_size: int) -> list[int]:
 def _clock_ns(text: str) -> int:
     """Nanoseconds since the epoch of an ISO-8601 / ``YYYY-MM-DD hh:mm:ss.fffffff`` UTC time."""
     stamp = text[:-1] if text.endswith("Z") else text
+    year = stamp[:4]
+    if year.isdigit() and not _NS_YEARS[0] <= int(year) <= _NS_YEARS[1]:
+        raise ValueError(f"year {year} of {_short(text)} is outside {_NS_YEARS[0]}-{_NS_YEARS[1]}, the years a "
+                         "nanosecond clock holds")
     try:
         moment = np.datetime64(stamp, "ns")
     except ValueError:
@@ -220,6 +306,8 @@ def _hashed_blocks(hash_lists: list[list[int]], input_len: np.ndarray, block_siz
     need = n_blocks_for(input_len, block_size)
     have = np.fromiter((len(h) for h in hash_lists), dtype=np.int64, count=len(hash_lists))
     real = np.fromiter(itertools.chain.from_iterable(hash_lists), dtype=np.int64, count=int(have.sum()))
+    if len(real) and int(real.max()) + int((need - have).sum()) > _INT64_MAX:  # fresh ids would overflow
+        real = np.unique(real, return_inverse=True)[1].astype(np.int64).ravel()
     offsets = np.zeros(len(need) + 1, dtype=np.int64)
     np.cumsum(need, out=offsets[1:])
     ids = np.empty(offsets[-1], dtype=np.int64)
@@ -227,8 +315,8 @@ def _hashed_blocks(hash_lists: list[list[int]], input_len: np.ndarray, block_siz
     ids[real_pos] = real
     pad = np.ones(len(ids), dtype=bool)
     pad[real_pos] = False
-    first_fresh = int(real.max()) + 1 if len(real) else 0
-    ids[pad] = first_fresh + np.arange(int(pad.sum()))
+    if pad.any():
+        ids[pad] = (int(real.max()) + 1 if len(real) else 0) + np.arange(int(pad.sum()))
     return offsets, ids
 
 
@@ -271,12 +359,15 @@ def _each_record(lines: _Lines, add: Callable[[dict, int], None], decode: Callab
 _TIME_UNITS = {"ms": 1e-3, "s": 1.0}
 
 
-def _hashed_request(rec: dict, block_size: int, unit: str, out: _Parsed) -> tuple[float, int, int, list[int]]:
+def _hashed_request(rec: dict, block_size: int, unit: str, out: _Parsed,
+                    limits: TraceLimits) -> tuple[float, int, int, list[int]]:
     """(arrival s, input, output, hash_ids) of a Mooncake/Bailian line, checked against the previous request."""
     time_scale = _TIME_UNITS[unit]
     t = _number(rec, "timestamp") * time_scale
-    inp = _int(rec, "input_length")
-    outp = _int(rec, "output_length")
+    if abs(t) > MAX_TIME_S:
+        raise _BadField("timestamp", f"{rec['timestamp']:g} {unit} is beyond {MAX_TIME_S:g} s (~317 years)")
+    inp = _tokens(rec, "input_length", limits)
+    outp = _tokens(rec, "output_length", limits)
     hashes = _hash_ids(rec, inp, block_size)
     if out.arrival and t < out.arrival[-1]:
         raise _BadField("timestamp", f"{rec['timestamp']:g} {unit} is before the previous request's "
@@ -295,7 +386,7 @@ def _parse_mooncake(lines: _Lines) -> _Parsed:
     out = _Parsed(hashes=[])
 
     def add(rec: dict, lineno: int) -> None:
-        _append(out, *_hashed_request(rec, NATIVE_BLOCK_SIZE["mooncake"], "ms", out))
+        _append(out, *_hashed_request(rec, NATIVE_BLOCK_SIZE["mooncake"], "ms", out, lines.limits))
 
     _each_record(lines, add)
     return out
@@ -312,7 +403,7 @@ def _parse_bailian(lines: _Lines) -> _Parsed:
         parent_chat = _int(rec, "parent_chat_id", minimum=-1)
         _text(rec, "type")
         turn = _int(rec, "turn", minimum=1)
-        request = _hashed_request(rec, NATIVE_BLOCK_SIZE["bailian"], "s", out)
+        request = _hashed_request(rec, NATIVE_BLOCK_SIZE["bailian"], "s", out, lines.limits)
         if chat in row_of:
             raise _BadField("chat_id", f"duplicate chat_id {chat} (first on line {line_of[chat]})")
         if chat in awaited:
@@ -321,6 +412,9 @@ def _parse_bailian(lines: _Lines) -> _Parsed:
         if parent_chat == chat:
             raise _BadField("parent_chat_id", f"request {chat} names itself as its parent")
         parent = row_of.get(parent_chat, -1)
+        if parent >= 0 and turn != out.root_turn[parent] + 2:
+            raise _BadField("turn", f"is {turn} but its parent {parent_chat} (line {line_of[parent_chat]}) has turn "
+                                    f"{out.root_turn[parent] + 1}: a follow-up's turn is its parent's + 1")
         if parent_chat >= 0 and parent < 0:
             awaited.setdefault(parent_chat, lineno)
             out.orphans += 1
@@ -363,7 +457,7 @@ def _parse_azure(lines: _Lines) -> _Parsed:
         raise TraceFormatError(lines.path, lineno, "header", f"expected {AZURE_HEADER!r}, got {_short(header.strip())}")
 
     def add(rec: dict, lineno: int) -> None:
-        inp, outp = _int(rec, "ContextTokens"), _int(rec, "GeneratedTokens")
+        inp, outp = _tokens(rec, "ContextTokens", lines.limits), _tokens(rec, "GeneratedTokens", lines.limits)
         if clock and rec["TIMESTAMP"] < clock[-1]:
             raise _BadField("TIMESTAMP", "is before the previous request's time: the file must be sorted by time")
         clock.append(rec["TIMESTAMP"])
@@ -413,7 +507,8 @@ def _parse_tracelab(lines: _Lines, block_size: int) -> _Parsed:
 
     def add(rec: dict, lineno: int) -> None:
         session, index = _text(rec, "session_id"), _int(rec, "round_index")
-        inp, prefix, outp = _int(rec, "input_tokens_total"), _int(rec, "prefix_tokens"), _int(rec, "output_tokens")
+        inp, outp = _tokens(rec, "input_tokens_total", lines.limits), _tokens(rec, "output_tokens", lines.limits)
+        prefix = _int(rec, "prefix_tokens")
         if prefix > inp:
             raise _BadField("prefix_tokens", f"{prefix} exceeds input_tokens_total {inp}")
         arrival, completion = _tracelab_times(rec)
@@ -459,14 +554,15 @@ def _tracelab_blocks(parsed: _Parsed, block_size: int) -> tuple[np.ndarray, np.n
 
 
 # ---------------------------------------------------------------------------------------- API
-def detect_format(path: str | os.PathLike) -> str:
-    """The format of a trace file, from its first readable line (CSV header or JSON fields)."""
+def detect_format(path: str | os.PathLike, limits: TraceLimits | None = None) -> str:
+    """The format of a trace file: ``.csv`` (or ``.csv.gz``) is Azure, else its first readable line decides."""
     path = Path(path)
-    if ".csv" in path.suffixes:
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    if suffixes and suffixes[-1] == ".csv":
         return "azure"
     if is_kvcache_tester(path):
         return "kvcache-tester"
-    lines = _Lines(path, on_error="skip")
+    lines = _Lines(path, on_error="skip", limits=limits or TraceLimits.from_env())
     first_line = None
     for lineno, text in lines:
         first_line = first_line or lineno
@@ -486,13 +582,15 @@ def detect_format(path: str | os.PathLike) -> str:
                                                    f"{sorted(keys)}; pass format= one of {FORMATS}")
     if first_line is None and not lines.skipped:
         raise TraceFormatError(path, 1, None, "file is empty (no requests)")
-    raise TraceFormatError(path, first_line or 1, None, "no line is valid JSON or a known CSV header; "
-                                                        f"cannot detect the format (pass format= one of {FORMATS})")
+    first_bad = f" (line {lines.skipped[0].line}: {lines.skipped[0].problem})" if lines.skipped else ""
+    raise TraceFormatError(path, first_line or lines.skipped[0].line, None,
+                           f"no line is valid JSON or a known CSV header{first_bad}; "
+                           f"cannot detect the format (pass format= one of {FORMATS})")
 
 
 def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error: str = "raise",
                block_size: int | None = None, infer_sessions: bool | None = None,
-               name: str | None = None, **replay) -> LoadedTrace:
+               name: str | None = None, limits: TraceLimits | None = None, **replay) -> LoadedTrace:
     """Read a trace (catalog name or path) into a :class:`LoadedTrace`.
 
     Args:
@@ -504,14 +602,16 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         infer_sessions: infer sessions from the hashes (default: only for Mooncake, which has no
             session ids; ``True`` on Bailian ignores its chat ids, e.g. to test the heuristic).
         name: the workload's label (default: the catalog name or the file name).
+        limits: bounds on line length and tokens (default :meth:`TraceLimits.from_env`).
         replay: kvcache-tester only: ``requests_per_minute`` or ``session_rate``, ``seed`` (arrivals)
             and ``shared_prefix`` (see :mod:`smetric.workload.kvcache_tester`).
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     path = trace_path(source)
+    limits = limits or TraceLimits.from_env()
     if format is None:
-        format = TRACES[source].format if isinstance(source, str) and source in TRACES else detect_format(path)
+        format = TRACES[source].format if isinstance(source, str) and source in TRACES else detect_format(path, limits)
     if format not in FORMATS:
         raise ValueError(f"unknown trace format {format!r}; known formats: {', '.join(FORMATS)}")
     if name is None:
@@ -528,7 +628,7 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         need = f"a multiple of {format}'s native {native}" if native else "a positive integer"
         raise ValueError(f"block_size must be {need}, got {block_size!r}")
 
-    lines = _Lines(path, on_error)
+    lines = _Lines(path, on_error, limits)
     if format == "tracelab":
         parsed = _parse_tracelab(lines, size)
     else:
@@ -562,6 +662,11 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         warnings.warn(TraceSkipWarning(
             f"{path}: skipped {len(lines.skipped)} bad line(s); first: line {first.line}: {first.problem}"
         ), stacklevel=2)
+    silent = np.flatnonzero(np.asarray(parsed.output_len) == 0)
+    if len(silent):
+        warnings.warn(TraceNoteWarning(
+            f"{path}: {len(silent)} request(s) have output length 0 (first: row {silent[0]}); the simulator "
+            "generates one token for each (its first token), so they count as 1"), stacklevel=2)
     if orphans:
         warnings.warn(TraceSkipWarning(
             f"{path}: {orphans} request(s) name a parent that is not in the file; they start new sessions"
@@ -572,7 +677,7 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
 def _read_conversations(path: Path, format: str, on_error: str, block_size: int | None, infer_sessions: bool | None,
                         name: str, replay: dict) -> LoadedTrace:
     if format != "kvcache-tester":
-        raise TypeError(f"{format} traces take no replay options, got {sorted(replay)}")
+        raise ValueError(f"{format} traces take no replay options, got {sorted(replay)}")
     if infer_sessions:
         raise ValueError("kvcache-tester traces carry their sessions; they are not inferred")
     shared_prefix = replay.pop("shared_prefix", False)
