@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..cluster.config import REPLAYS
+from ..cluster.config import REPLAYS, GlobalStore
 from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
@@ -71,8 +71,8 @@ def _label(policy: str) -> str:
     return POLICY_LABELS.get(policy, policy)
 
 
-def _summary_point(rpm_per_instance: float, policy: str, *, global_store: str, testbed: str, n_instances: int,
-                   minutes: float, seed: int, warmup_frac: float, replay: str) -> dict:
+def _summary_point(rpm_per_instance: float, policy: str, *, global_store: GlobalStore | None, testbed: str,
+                   n_instances: int, minutes: float, seed: int, warmup_frac: float, replay: str) -> dict:
     """One simulation at ``rpm_per_instance`` (a sweep point function): its summary dict."""
     return offered_point(rpm_per_instance, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
                          seed=seed, warmup_frac=warmup_frac, global_store=global_store,
@@ -111,7 +111,7 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (2, 3, 4, 6, 8, 10, 13, 1
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay)
     grid = {"policy": list(policies), "rpm_per_instance": _check_rates("rpm_per_instance", rpm_per_instance)}
-    shared = {"global_store": "none", "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+    shared = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
               "seed": seed, "warmup_frac": warmup_frac, "replay": replay}
     return sweep(grid, _summary_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
 
@@ -191,7 +191,7 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
 # ---------------------------------------------------------------------------------------- fig03
 def _store_point(capacity_gb: float, bandwidth_gbs: float, policy: str, **common) -> dict:
     """One simulation with a global store of ``capacity_gb`` at ``bandwidth_gbs`` (capacity 0 = no store)."""
-    store = "none" if capacity_gb == 0 else f"{capacity_gb}:{bandwidth_gbs}"
+    store = None if capacity_gb == 0 else GlobalStore(capacity_gb=capacity_gb, bandwidth_gbs=bandwidth_gbs)
     return _summary_point(policy=policy, global_store=store, **common)
 
 
