@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -28,7 +30,7 @@ load_max: float = None  # highest load, in paper multipliers (8x is the best bas
 policies: list = None  # routers compared (smetric and every baseline)
 minutes: dict = None  # measured window of the agent workload per testbed
 n_instances: dict = None  # instances per testbed (the paper's 32 and 8)
-multipliers: list = None  # loads in paper multipliers (None: mr.paper_multipliers(load_max))
+multipliers: list = None  # loads in paper multipliers (None: every even one from 2 and 6-11, up to load_max)
 seeds: list = None  # workload seeds (figures and tables use their mean)
 warmup_frac: float = None  # share of the arrival span simulated but not measured
 

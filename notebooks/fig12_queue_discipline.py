@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -14,7 +16,7 @@
 # %% [markdown]
 # # Figure 12: queue disciplines inside an instance (fcfs vs S-Metric score vs MLFQ)
 #
-# The router decides *where* a turn runs; the queue discipline decides *when* it is admitted from its instance's waiting queue (`../shared/reference/session-scheduler.md`; `smetric.cluster.queueing`).
+# The router decides *where* a turn runs; the queue discipline decides *when* it is admitted from its instance's waiting queue (`smetric.cluster.queueing` documents the three disciplines).
 #
 # * **fcfs**: routing order, head-of-line blocking on KV (vLLM's default).
 # * **smetric-score**: S = α/E[T] + β·P + γ·L/L_max − δ·R (defaults α=1, β=0, γ=1, δ=0.5, L_max=10 s), E[T] the turn's estimated *GPU* time (prefill of its uncached tokens + decode), never its tool/think gap; a request whose KV does not fit is skipped.

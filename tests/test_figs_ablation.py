@@ -4,12 +4,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smetric.experiments.ablation import (ABLATION_VARIANTS, ablation, ablation_claims,
-                                          ablation_gains, peak_goodput, run_cases, sensitivity,
-                                          sensitivity_claims, sensitivity_summary)
+from smetric.cluster.config import GlobalStore
+from smetric.experiments.ablation import (
+    ABLATION_VARIANTS,
+    ablation,
+    ablation_claims,
+    ablation_gains,
+    peak_goodput,
+    run_cases,
+    sensitivity,
+    sensitivity_claims,
+    sensitivity_summary,
+)
 from smetric.experiments.claims import VERDICTS, record_claims
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
-from smetric.cluster.config import GlobalStore
 from smetric.experiments.setups import offered_point
 
 STORE = GlobalStore(capacity_gb=float("inf"), bandwidth_gbs=2.0)

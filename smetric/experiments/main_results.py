@@ -39,7 +39,8 @@ from .sweep import sweep
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "ANCHOR_RPM", "PAPER_POINTS", "MAIN_BASELINES", "PD_SPLIT",
-    "paper_multipliers", "rpm_of", "split_label", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load", "latency_distributions",
+    "paper_multipliers", "rpm_of", "split_label", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load",
+    "latency_distributions",
     "peak_table", "gains_at_paper_loads", "latency_table", "plot_vs_load",
     "plot_latency", "main_result_claims", "pd_claims", "latency_claims",
 ]
@@ -143,7 +144,8 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), policies: Sequence[st
                 warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Fig. 6: goodput TPS vs load, colocated with a provisioned global store.
 
-    One row per (testbed, policy, multiplier, seed): ``rpm_per_instance`` (offered load) and every :meth:`SimResult.summary` metric, measured after the first
+    One row per (testbed, policy, multiplier, seed): ``rpm_per_instance`` (offered load) and every
+    :meth:`SimResult.summary` metric, measured after the first
     ``warmup_frac`` of the arrival span. ``multipliers`` (paper load units, see the module
     docstring) default to :func:`paper_multipliers` ``(load_max)``; ``minutes`` of agent workload
     and ``n_instances`` (None = the paper's 32 / 8) may be given per testbed.
@@ -259,7 +261,7 @@ def peak_table(df: pd.DataFrame, metric: str = "goodput_tps") -> pd.DataFrame:
                                     "multiplier": "peak_multiplier"})
     table = table[["testbed", "policy", "peak", "peak_rpm_per_instance", "peak_multiplier"]]
     gains = []
-    for testbed, sub in table.groupby("testbed", sort=False):
+    for _testbed, sub in table.groupby("testbed", sort=False):
         peaks = sub.set_index("policy")["peak"]
         if "smetric" not in peaks:
             gains.append(pd.Series(np.nan, index=sub.index))
@@ -368,7 +370,8 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
     from ..plotting import set_style
 
     set_style()
-    curves = frame.groupby(["testbed", "policy", "multiplier", "rpm_per_instance", "metric", "quantile"], as_index=False,
+    curves = frame.groupby(["testbed", "policy", "multiplier", "rpm_per_instance", "metric", "quantile"],
+                           as_index=False,
                           sort=False)["value"].mean()
     order, palette, sizes = _styles(curves["policy"])
     fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.6))
@@ -424,7 +427,8 @@ _TYPICAL_NEW = 0.2  # share of it not found in any cache (agent reuse ~80 %)
 
 
 def _locality_note(testbed: str) -> str:
-    """What a local hit saves on ``testbed``: global-store load time of a typical prompt vs prefill of its new tokens."""
+    """What a local hit saves on ``testbed``: loading a typical prompt from the global store vs prefilling its new
+    tokens."""
     from ..hardware import kernel
 
     cluster = paper_cluster(testbed)

@@ -430,7 +430,8 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
                        f"tokens {work['session-sticky']:.2f}x (SMetric {work.get('smetric', math.nan):.2f}x)"),
         "verdict": verdict,
         "reason": (f"signal = running + waiting requests per instance, window means of the engine's samples, "
-                   f"max/mean over the {frame['instance'].nunique()} instances per window, averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
+                   f"max/mean over the {frame['instance'].nunique()} instances per window, averaged over the windows "
+                   f"after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
                    "req/min/instance; the paper's load signal is not stated. Sticky pins heavy-tailed sessions "
                    "(top 25 % carry > 80 % of tokens) to their first instance, whose queue then grows; a few "
                    "requests per instance also inflate max/mean (load-only shows that floor)"),

@@ -1,6 +1,6 @@
 """The paper's experimental setups, shared by every figure: clusters, the agent workload, sizes, one sweep point.
 
-Testbeds (``paper.md`` §2a, Evaluation):
+Testbeds (the paper's Evaluation section, arXiv 2607.08565):
 
 * ``30b``: 32 instances of Qwen3-Coder-30B-A3B (the model shape of ``qwen3-30b-a3b``), TP 1 on
   H20 96 GB — the LMetric group's testbed GPU; the SMetric paper does not state GPU or TP.

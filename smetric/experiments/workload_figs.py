@@ -86,7 +86,8 @@ def plot_workload_characterization(frame: pd.DataFrame):
     dist = panel["distance_cdf"].assign(x=lambda d: d["x"].clip(lower=0.1))
     sns.lineplot(dist, x="x", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[2], legend=False)
     axes[2].axvline(REUSE_WINDOW_S, color="0.3", ls="--", lw=1)
-    axes[2].set(xscale="log", xlabel="time since the matched prefix was last used (s; < 0.1 s drawn at 0.1)", ylabel="CDF of reuses",
+    axes[2].set(xscale="log", xlabel="time since the matched prefix was last used (s; < 0.1 s drawn at 0.1)",
+                ylabel="CDF of reuses",
                 title="Reuse distance (F4):\n~90 % within ~100 s")
     sns.lineplot(panel["lorenz"], x="x", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[3],
                  legend=False)
@@ -149,7 +150,8 @@ def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
         verdict = ("reproduced" if public_ok and all(public_ok)
                    else "direction only" if lo <= agent <= hi else "not reproduced")
         rows.append({"claim_id": claim_id,
-                     "reproduced": f"synthetic agent {agent:.3f}; " + ", ".join(f"{t} {v:.3f}" for t, v in public.items()),
+                     "reproduced": (f"synthetic agent {agent:.3f}; "
+                                    + ", ".join(f"{t} {v:.3f}" for t, v in public.items())),
                      "verdict": verdict,
                      "reason": (f"band [{lo:g}, {hi:g}]; the synthetic agent workload is calibrated to it (an input, "
                                 f"not a test); public traces meeting it: {sum(public_ok)} of {len(public_ok)} "

@@ -12,7 +12,8 @@ from ..perf_figs import perf_mape, perf_validation, plot_perf_validation
 
 @dataclass(frozen=True)
 class Params(FigureParams):
-    max_rows_per_group: int = param(2000, "rows kept per (dataset, GPU, model, TP) group; attention grids are subsampled (seeded)")
+    max_rows_per_group: int = param(2000, "rows kept per (dataset, GPU, model, TP) group; attention grids are "
+                                              "subsampled (seeded)")
     seed: int = param(0, "seed of the subsampling")
 
     @classmethod

@@ -7,8 +7,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..figure import FigureParams, param
-from ..workload_figs import plot_workload_characterization, workload_characterization, workload_claim_rows, \
-    workload_claims
+from ..workload_figs import (
+    plot_workload_characterization,
+    workload_characterization,
+    workload_claim_rows,
+    workload_claims,
+)
 
 
 @dataclass(frozen=True)
@@ -41,4 +45,5 @@ def claims(df: pd.DataFrame) -> list[dict]:
 
 def findings(df: pd.DataFrame) -> str:
     """Each calibration target and public-trace statistic against its band."""
-    return workload_claims(df).to_string(index=False, float_format=lambda x: f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3f}")
+    return workload_claims(df).to_string(index=False,
+                                         float_format=lambda x: f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3f}")

@@ -13,7 +13,8 @@ from ._common import TestbedRun
 
 @dataclass(frozen=True)
 class Params(TestbedRun):
-    rpm_per_instance: tuple[float, ...] = param((2, 3, 4, 6, 8, 10, 13, 16), "offered loads (requests / min / instance)")
+    rpm_per_instance: tuple[float, ...] = param((2, 3, 4, 6, 8, 10, 13, 16),
+                                               "offered loads (requests / min / instance)")
     policies: tuple[str, ...] = param(("bailian", "lmetric", "least-load", "cache-affinity"), "routers compared")
 
     @classmethod

@@ -21,7 +21,8 @@ class Params(FigureParams):
     policies: tuple[str, ...] = param(("smetric", *BASELINES), "routers compared (smetric and every baseline)")
     minutes: dict = param({"30b": 10, "235b": 20}, "measured window of the agent workload per testbed")
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed (the paper's 32 and 8)")
-    multipliers: tuple[float, ...] | None = param(None, "loads in paper multipliers (None: mr.paper_multipliers(load_max))")
+    multipliers: tuple[float, ...] | None = param(None, "loads in paper multipliers (None: every even one "
+                                                                "from 2 and 6-11, up to load_max)")
     seeds: tuple[int, ...] = param((0, 1, 2, 3), "workload seeds (figures and tables use their mean)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 

@@ -12,7 +12,8 @@ from ..figure import FigureParams, param
 
 @dataclass(frozen=True)
 class Params(FigureParams):
-    policies: tuple[str, ...] = param(("smetric", *mr.MAIN_BASELINES), "routers compared (smetric and the paper's named baselines)")
+    policies: tuple[str, ...] = param(("smetric", *mr.MAIN_BASELINES),
+                                      "routers compared (smetric and the paper's named baselines)")
     multipliers: tuple[float, ...] = param((2, 3, 4, 5, 6, 7, 8, 9, 10), "loads in paper multipliers")
     split: tuple[int, int] = param((24, 8), "prefill, decode instances")
     minutes: float = param(10, "measured window of the agent workload")

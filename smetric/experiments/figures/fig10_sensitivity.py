@@ -16,7 +16,8 @@ class Params(FigureParams):
     hit_ratios: tuple[float, ...] = param((0.1, 0.3, 0.5, 0.7, 0.9), "SMETRIC hit-ratio thresholds")
     slacks: tuple[float, ...] = param((0.5, 0.75, 1.0, 1.5, 2.0), "SMETRIC SLACK values")
     slo_scales: tuple[float, ...] = param((0.5, 1.0, 2.0), "factors on every SLO limit (TTFT base, TTFT per 1k, TPOT)")
-    baselines: tuple[str, ...] = param(("lmetric", "dynamo", "least-load"), "baselines (the best three at fig06's peaks)")
+    baselines: tuple[str, ...] = param(("lmetric", "dynamo", "least-load"),
+                                       "baselines (the best three at fig06's peaks)")
     rpm_per_instance: tuple[float, ...] = param((10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0), "offered loads")
     minutes: float = param(10.0, "measured window")
     n_instances: int = param(32, "instances")
