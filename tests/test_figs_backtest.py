@@ -24,7 +24,7 @@ def test_every_figure_has_expected_files():
 def test_compare_catches_a_hand_edited_number_a_text_and_a_column():
     frame = pd.DataFrame({"policy": ["smetric", "lmetric"], "goodput_tps": [61234.5, 60001.25], "n": [3, 4]})
     assert backtest.compare(frame, frame.copy()) == []
-    assert backtest.compare(frame, frame.assign(goodput_tps=[61234.5 * (1 + 1e-9), 60001.25])) == []
+    assert backtest.compare(frame, frame.assign(goodput_tps=[61234.5 * (1 + 1e-12), 60001.25])) == []
     moved = frame.assign(goodput_tps=[61234.5, 60001.3])
     assert "goodput_tps" in backtest.compare(frame, moved)[0]
     assert "policy" in backtest.compare(frame, frame.assign(policy=["smetric", "dynamo"]))[0]

@@ -29,8 +29,8 @@ __all__ = ["RTOL", "ATOL", "expected_dir", "quick_outputs", "compare", "check", 
 
 # Same inputs, same numbers (the pinned environment): the tolerance only absorbs float formatting and
 # BLAS/platform round-off; any model change moves a number by far more.
-RTOL = 1e-6
-ATOL = 1e-9
+RTOL = 1e-9
+ATOL = 1e-12
 
 
 def expected_dir() -> Path:
