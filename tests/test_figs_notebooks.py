@@ -66,3 +66,19 @@ def test_param_help_must_be_parseable_by_papermill():
     with pytest.raises(TypeError, match="tuple"):
         param([1], "a list")
     assert issubclass(figure_module("fig05").Params, FigureParams)
+
+
+def test_papermill_from_the_notebooks_folder_writes_only_the_quick_build_folder(tmp_path, monkeypatch):
+    """`cd notebooks && papermill fig05_load_metric.ipynb out.ipynb -p quick True` (JupyterLab's working
+    directory): nothing lands next to the notebook; the figure goes to build/figures-quick."""
+    monkeypatch.delenv("SMETRIC_FIGURES", raising=False)
+    monkeypatch.delenv("SMETRIC_QUICK", raising=False)
+    before = sorted(p.name for p in NOTEBOOKS.iterdir())
+    csv = run_context(quick=True).figures_dir / "fig05_load_metric.csv"
+    csv.unlink(missing_ok=True)
+    pm.execute_notebook(str(NOTEBOOKS / "fig05_load_metric.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters={"quick": True}, cwd=str(NOTEBOOKS), progress_bar=False, kernel_name="python3")
+    assert sorted(p.name for p in NOTEBOOKS.iterdir()) == before
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    assert any("quick = True" in c.source for c in out.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert csv.exists()

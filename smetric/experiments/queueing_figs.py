@@ -176,6 +176,9 @@ def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    from ..plotting import set_style
+
+    set_style()
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5))
     plot = df.assign(goodput_tps=df["goodput_tps"] / 1e3)
     for ax, (metric, label) in zip(axes[0], METRICS.items()):
