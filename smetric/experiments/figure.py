@@ -20,6 +20,7 @@ The notebook, ``smetric reproduce`` (through the notebook) and the tests read on
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import pkgutil
@@ -63,6 +64,17 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+def _literal(name: str, annotation: str, value: Any) -> Any:
+    """A text override of a non-text field is read as a Python literal: ``papermill -p seeds "[0, 1]"``
+    passes the string ``"[0, 1]"``."""
+    if not isinstance(value, str) or annotation.startswith("str"):
+        return value
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"parameter {name} ({annotation}) needs a literal value, got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class FigureParams:
     """Base of every figure's parameters: field defaults = the full run, :meth:`quick` = the quick preset."""
@@ -92,7 +104,8 @@ class FigureParams:
         if unknown:
             raise ValueError(f"unknown parameter(s) {unknown} for {cls.__module__}; known: {sorted(known)}")
         base = cls.quick() if quick else cls.full()
-        chosen = {k: v for k, v in overrides.items() if v is not None}
+        types = {f.name: str(f.type) for f in fields(cls)}
+        chosen = {k: _literal(k, types[k], v) for k, v in overrides.items() if v is not None}
         return replace(base, **chosen) if chosen else base
 
     @classmethod
