@@ -1,31 +1,49 @@
-# The two README commands: `make figures` and `make test`. Each sets up .venv itself.
+# The README commands: `make figures` and `make test` (each sets up .venv itself from the lock file),
+# `make lock` after changing a dependency range in pyproject.toml, `make expected` after an intended
+# change of a figure's numbers.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+LOCK := requirements.lock
 STAMP := $(VENV)/.installed-stamp
-export SMETRIC_ROOT := $(CURDIR)
 
-.PHONY: figures test bench venv clean
+.PHONY: figures test lint expected bench lock venv clean
 
 venv: $(STAMP)
 
-# (Re)install when the venv is missing or pyproject.toml changed since the last install.
-$(STAMP): pyproject.toml
+# (Re)install when the venv is missing or the lock file changed since the last install: the exact
+# versions of requirements.lock, then this package itself (editable, no dependency resolution).
+$(STAMP): $(LOCK) pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# Execute every figure notebook (full size) into figures/ and the committed notebooks.
 figures: $(STAMP)
 	$(VENV)/bin/smetric reproduce
 
-# Unit tests plus every notebook under nbval, in quick mode (small sizes, same code paths).
-# Quick-mode figures go to build/, never over the committed full-run figures/; sweeps run serially.
-test: $(STAMP)
-	SMETRIC_QUICK=1 SMETRIC_JOBS=1 SMETRIC_FIGURES=$(CURDIR)/build/figures-quick $(PY) -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+lint: $(STAMP)
+	$(VENV)/bin/ruff check smetric tests benchmarks notebooks
+
+# Lint, unit tests, the quick-mode back-test (tests/expected/quick), the notebooks' text twins, and
+# every notebook under nbval in quick mode (figures to build/figures-quick, never over figures/);
+# the claims cells' outputs are checked with their numbers and verdicts masked (tests/nbval_sanitize.cfg).
+test: lint
+	SMETRIC_QUICK=1 SMETRIC_JOBS=1 $(PY) -m pytest tests notebooks --nbval-lax \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+# Refresh the back-test's expected files after an intended change (commit them with the change).
+expected: $(STAMP)
+	SMETRIC_JOBS=1 $(PY) -m smetric.experiments.backtest --write
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+# Re-resolve requirements.lock from pyproject.toml's ranges (newest versions that fit).
+lock: $(STAMP)
+	$(VENV)/bin/pip-compile --quiet --extra dev --strip-extras --allow-unsafe --no-emit-index-url \
+		--no-emit-find-links --output-file $(LOCK) pyproject.toml
 
 clean:
 	rm -rf build .pytest_cache

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
+
+from .context import run_context
 
 __all__ = ["figures_dir", "legend_below", "save_figure", "set_style"]
 
 
 def figures_dir() -> Path:
-    """Where figures go: ``$SMETRIC_FIGURES``, else ``figures/`` under ``$SMETRIC_ROOT`` or the current directory."""
-    if os.environ.get("SMETRIC_FIGURES"):
-        out = Path(os.environ["SMETRIC_FIGURES"])
-    else:
-        out = Path(os.environ.get("SMETRIC_ROOT", ".")) / "figures"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    """Where figures go: the run context's figures folder (``<repo>/figures``; see :mod:`smetric.context`)."""
+    return run_context().figures()
 
 
 def set_style() -> None:

@@ -4,13 +4,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smetric.experiments.ablation import (ABLATION_VARIANTS, ablation, ablation_claims,
-                                          ablation_gains, peak_goodput, run_cases, sensitivity,
-                                          sensitivity_claims, sensitivity_summary)
+from smetric.cluster.config import GlobalStore
+from smetric.experiments.ablation import (
+    ABLATION_VARIANTS,
+    ablation,
+    ablation_claims,
+    ablation_gains,
+    peak_goodput,
+    run_cases,
+    sensitivity,
+    sensitivity_claims,
+    sensitivity_summary,
+)
 from smetric.experiments.claims import VERDICTS, record_claims
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
 from smetric.experiments.setups import offered_point
 
+STORE = GlobalStore(capacity_gb=float("inf"), bandwidth_gbs=2.0)
 TINY = {"30b": 4}
 MINUTES = 2.0
 
@@ -35,14 +45,14 @@ def phase_frame():
 
 
 def test_run_cases_matches_offered_point_and_rejects_unknown_keys():
-    setups = {"s": {"testbed": "30b", "n_instances": 4, "minutes": MINUTES, "global_store": "inf:2"}}
+    setups = {"s": {"testbed": "30b", "n_instances": 4, "minutes": MINUTES, "global_store": STORE}}
     cases = {"tokens": ("smetric", {"cost": "tokens"}), "ll": ("least-load", {})}
     points = [{"tag": "a", "case": "tokens", "setup": "s", "rpm_per_instance": 12.0, "seed": 1},
               {"tag": "b", "case": "ll", "setup": "s", "rpm_per_instance": 12.0, "seed": 1}]
     frame = run_cases(points, cases, setups, warmup_frac=0.25, jobs=1)
     assert list(frame["tag"]) == ["a", "b"] and list(frame["policy"]) == ["smetric", "least-load"]
     direct = offered_point(12.0, "smetric", testbed="30b", n_instances=4, minutes=MINUTES, seed=1, warmup_frac=0.25,
-                           global_store="inf:2", params={"cost": "tokens"})
+                           global_store=STORE, params={"cost": "tokens"})
     assert frame.loc[0, "goodput_tps"] == direct["goodput_tps"]
     assert frame.loc[0, "hit_ratio_hbm"] == direct["hit_ratio_hbm"]
     with pytest.raises(ValueError, match="unknown case 'nope'"):

@@ -7,8 +7,15 @@ from hypothesis import strategies as st
 
 from smetric.hardware.efficiency import Efficiency
 from smetric.hardware.gpus import get_gpu
-from smetric.hardware.kernel import (C_ATTN_DECODE, C_ATTN_PREFILL, C_LIN_MEM, C_LIN_PER_TOKEN, iteration_time_nb,
-                                     prefill_attn_work, prefill_time_nb)
+from smetric.hardware.kernel import (
+    C_ATTN_DECODE,
+    C_ATTN_PREFILL,
+    C_LIN_MEM,
+    C_LIN_PER_TOKEN,
+    iteration_time_nb,
+    prefill_attn_work,
+    prefill_time_nb,
+)
 from smetric.hardware.perfmodel import ContextRangeWarning, PerfModel
 
 CONFIGS = [("llama-3-8b", "a100", 1), ("llama-3-70b", "h100", 4), ("qwen3-235b-a22b", "h20", 8),
@@ -156,7 +163,8 @@ def test_fp8_weights_halve_the_linear_layer_bytes_and_keep_the_rest_bf16():
     assert fp8.weight_bytes_per_gpu == (m.weight_bytes - 2 * bf16_rest) / 2 + 2 * bf16_rest
     dense = PerfModel("llama-3-8b", "h100", 2, weight_dtype="fp8")
     assert dense.weight_bytes_per_gpu == pytest.approx(
-        (dense.model.weight_bytes / 2 + dense.model.layers * dense.model.norm_params + dense.model.embedding_params) / 2)
+        (dense.model.weight_bytes / 2 + dense.model.layers * dense.model.norm_params
+         + dense.model.embedding_params) / 2)
     # more HBM left for KV, and the weight-streaming (bs=1 decode) step is faster
     assert fp8.kv_capacity_tokens() > PerfModel("qwen3-30b-a3b", "h20").kv_capacity_tokens()
     assert fp8.decode_time([1000]) < PerfModel("qwen3-30b-a3b", "h20").decode_time([1000])
@@ -166,7 +174,8 @@ def test_fp8_gemms_use_the_fp8_peak_only_where_the_gpu_has_fp8_tensor_cores():
     for gpu in ("h20", "h100", "a100"):  # A100: weight-only W8A16 at the bf16 peak
         g = get_gpu(gpu)
         ratio = g.bf16_flops / g.fp8_flops if g.has_fp8 else 1.0
-        bf16, fp8 = PerfModel("llama-3-8b", gpu).coefficients(), PerfModel("llama-3-8b", gpu, weight_dtype="fp8").coefficients()
+        bf16 = PerfModel("llama-3-8b", gpu).coefficients()
+        fp8 = PerfModel("llama-3-8b", gpu, weight_dtype="fp8").coefficients()
         assert fp8[C_LIN_PER_TOKEN] == pytest.approx(ratio * bf16[C_LIN_PER_TOKEN])
         assert fp8[C_LIN_MEM] < 0.6 * bf16[C_LIN_MEM]
         assert fp8[C_ATTN_PREFILL] == bf16[C_ATTN_PREFILL] and fp8[C_ATTN_DECODE] == bf16[C_ATTN_DECODE]

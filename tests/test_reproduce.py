@@ -10,7 +10,7 @@ from smetric.experiments.reproduce import discover, parse_parameter, reproduce
 
 def _notebook(path, body):
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("import os\nscale = 1\nQUICK = os.environ.get('SMETRIC_QUICK') == '1'")
+    params = nbformat.v4.new_code_cell("scale = 1\nquick = False")
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -29,7 +29,7 @@ def test_reproduce_runs_reports_failures_and_passes_parameters(tmp_path):
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
     _notebook(nbdir / "fig90_ok.ipynb",
-              "import json\njson.dump({'scale': scale, 'quick': QUICK}, open('out.json', 'w'))")
+              "import json\njson.dump({'scale': scale, 'quick': quick}, open('out.json', 'w'))")
     _notebook(nbdir / "fig91_bad.ipynb", "raise RuntimeError('broken on purpose')")
     assert [p.stem for p in discover(tmp_path, ["fig90"])] == ["fig90_ok"]
     table = reproduce(params={"scale": 3, "undeclared": 1}, quick=True, root=tmp_path, progress=False)
@@ -44,13 +44,29 @@ def test_reproduce_runs_reports_failures_and_passes_parameters(tmp_path):
 
 
 def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
-    monkeypatch.delenv("SMETRIC_QUICK", raising=False)
+    monkeypatch.delenv("SMETRIC_ROOT", raising=False)
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
     _notebook(nbdir / "fig90_ok.ipynb", "pass")
     reproduce(quick=True, root=tmp_path, progress=False)
     import os
-    assert "SMETRIC_QUICK" not in os.environ
+    assert "SMETRIC_ROOT" not in os.environ and "SMETRIC_QUICK" not in os.environ
+
+
+def test_full_run_writes_back_without_volatile_metadata(tmp_path):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    _notebook(nbdir / "fig90_ok.ipynb", "import sys, warnings\nprint('result', scale)\nwarnings.warn('at /some/path')")
+    table = reproduce(root=tmp_path, progress=False)
+    assert table["ok"].all()
+    nb = nbformat.read(nbdir / "fig90_ok.ipynb", as_version=4)
+    assert "papermill" not in nb.metadata
+    assert all("papermill" not in c.metadata and "execution" not in c.metadata for c in nb.cells)
+    outputs = nb.cells[1].outputs
+    assert [o.text for o in outputs] == ["result 1\n"]  # stdout kept, the warning's stderr dropped
+    first = (nbdir / "fig90_ok.ipynb").read_bytes()
+    reproduce(root=tmp_path, progress=False)
+    assert (nbdir / "fig90_ok.ipynb").read_bytes() == first  # a re-run leaves no churn
 
 
 def test_cli_rejects_both_sweep_targets(capsys):

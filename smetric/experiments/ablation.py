@@ -56,7 +56,7 @@ _STEPS = (
     ("C15_ablation_guard", "SLO guard", "with token count", _V1, _GUARD, False),
 )
 
-#: The paper's ablation gains; the two numbers of each pair are read as 30B and 235B (paper.md item 15).
+#: The paper's ablation gains; the two numbers of each pair are read as 30B and 235B (the paper's ablation, p12).
 PAPER_ABLATION = {"C15_ablation_cost": {"30b": 0.042, "235b": 0.019},
                   "C15_ablation_guard": {"30b": 0.072, "235b": 0.247}}
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..context import run_context
 from ..plotting import figures_dir
-from .reproduce import repo_root
 
 __all__ = ["VERDICTS", "paper_claims", "record_claims", "collect_claims"]
 
@@ -22,7 +22,7 @@ VERDICTS = ("reproduced", "direction only", "not reproduced")
 
 def paper_claims() -> pd.DataFrame:
     """The paper's claims (``data/paper_claims.csv``), indexed by ``claim_id``."""
-    return pd.read_csv(repo_root() / "data" / "paper_claims.csv").set_index("claim_id")
+    return pd.read_csv(run_context().data_dir / "paper_claims.csv").set_index("claim_id")
 
 
 def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = None) -> pd.DataFrame:

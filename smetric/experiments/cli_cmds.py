@@ -10,7 +10,9 @@ import sys
 def register_reproduce(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric reproduce``."""
     parser.description = "Execute the figure notebooks with papermill and write figures/."
-    parser.add_argument("--quick", action="store_true", help="small sizes (sets SMETRIC_QUICK=1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="every notebook's quick preset (small sizes, same code paths); "
+                             "figures go to build/figures-quick")
     parser.add_argument("--only", nargs="+", metavar="FIG", help="figure prefixes, e.g. fig06 fig07")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="papermill parameter for every notebook that declares it (repeatable)")

@@ -39,7 +39,8 @@ from .sweep import sweep
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "ANCHOR_RPM", "PAPER_POINTS", "MAIN_BASELINES", "PD_SPLIT",
-    "paper_multipliers", "rpm_of", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load", "latency_distributions",
+    "paper_multipliers", "rpm_of", "split_label", "select_testbeds", "tps_vs_load", "pd_prefill_vs_load",
+    "latency_distributions",
     "peak_table", "gains_at_paper_loads", "latency_table", "plot_vs_load",
     "plot_latency", "main_result_claims", "pd_claims", "latency_claims",
 ]
@@ -133,7 +134,7 @@ def _load_sweep(setups: dict, policies: Sequence[str], multipliers: Sequence[flo
     grid = [{"testbed": t, "policy": p, "multiplier": float(m), "rpm_per_instance": rpm_of(m, t, anchor_rpm),
              "seed": int(s)} for t in setups for m in multipliers for s in seeds for p in policies]
     return sweep(grid, _load_point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs,
-                 on_error="raise")
+                 progress=False, on_error="raise")
 
 
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), policies: Sequence[str] = ("smetric", *BASELINES),
@@ -143,7 +144,8 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), policies: Sequence[st
                 warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
     """Fig. 6: goodput TPS vs load, colocated with a provisioned global store.
 
-    One row per (testbed, policy, multiplier, seed): ``rpm_per_instance`` (offered load) and every :meth:`SimResult.summary` metric, measured after the first
+    One row per (testbed, policy, multiplier, seed): ``rpm_per_instance`` (offered load) and every
+    :meth:`SimResult.summary` metric, measured after the first
     ``warmup_frac`` of the arrival span. ``multipliers`` (paper load units, see the module
     docstring) default to :func:`paper_multipliers` ``(load_max)``; ``minutes`` of agent workload
     and ``n_instances`` (None = the paper's 32 / 8) may be given per testbed.
@@ -171,7 +173,13 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), m
     setup = {"testbed": "30b", "n_instances": n_prefill + n_decode, "minutes": float(minutes),
              "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_prefill, "n_decode": n_decode}}
     paper_cluster("30b", n_instances=n_prefill + n_decode, **setup["cluster_overrides"])  # a bad split fails here
-    return _load_sweep({"30b": setup}, policies, list(multipliers), seeds, anchor_rpm, warmup_frac, jobs)
+    frame = _load_sweep({"30b": setup}, policies, list(multipliers), seeds, anchor_rpm, warmup_frac, jobs)
+    return frame.assign(n_prefill=n_prefill, n_decode=n_decode)
+
+
+def split_label(df: pd.DataFrame) -> str:
+    """``24P+8D``: the prefill:decode split of a :func:`pd_prefill_vs_load` frame."""
+    return f"{int(df['n_prefill'].iloc[0])}P+{int(df['n_decode'].iloc[0])}D"
 
 
 def _latency_point(policy: str, seed: int, *, workload, cluster, warmup_frac: float) -> pd.DataFrame:
@@ -217,7 +225,7 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
         workload = agent_workload(cluster.n_instances, float(minutes), int(seed), rpm_per_instance=rpm)
         frames.append(sweep({"policy": list(policies), "seed": [int(seed)]}, _latency_point,
                             shared={"workload": workload, "cluster": cluster, "warmup_frac": warmup_frac},
-                            jobs=jobs, on_error="raise"))
+                            jobs=jobs, progress=False, on_error="raise"))
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "testbed", testbed)
     out.insert(2, "multiplier", float(multiplier))
@@ -253,7 +261,7 @@ def peak_table(df: pd.DataFrame, metric: str = "goodput_tps") -> pd.DataFrame:
                                     "multiplier": "peak_multiplier"})
     table = table[["testbed", "policy", "peak", "peak_rpm_per_instance", "peak_multiplier"]]
     gains = []
-    for testbed, sub in table.groupby("testbed", sort=False):
+    for _testbed, sub in table.groupby("testbed", sort=False):
         peaks = sub.set_index("policy")["peak"]
         if "smetric" not in peaks:
             gains.append(pd.Series(np.nan, index=sub.index))
@@ -362,7 +370,8 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
     from ..plotting import set_style
 
     set_style()
-    curves = frame.groupby(["testbed", "policy", "multiplier", "rpm_per_instance", "metric", "quantile"], as_index=False,
+    curves = frame.groupby(["testbed", "policy", "multiplier", "rpm_per_instance", "metric", "quantile"],
+                           as_index=False,
                           sort=False)["value"].mean()
     order, palette, sizes = _styles(curves["policy"])
     fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.6))
@@ -418,7 +427,8 @@ _TYPICAL_NEW = 0.2  # share of it not found in any cache (agent reuse ~80 %)
 
 
 def _locality_note(testbed: str) -> str:
-    """What a local hit saves on ``testbed``: global-store load time of a typical prompt vs prefill of its new tokens."""
+    """What a local hit saves on ``testbed``: loading a typical prompt from the global store vs prefilling its new
+    tokens."""
     from ..hardware import kernel
 
     cluster = paper_cluster(testbed)
@@ -491,7 +501,7 @@ def pd_claims(df: pd.DataFrame) -> list[dict]:
              "reproduced": (f"peak prefill TPS smetric {peaks.loc['smetric', 'peak'] / 1e3:.1f}k vs {best} "
                             f"{peaks.loc[best, 'peak'] / 1e3:.1f}k: {_pct(gain)} (v2: +9%); per-load gains "
                             f"{_pct(live['gain'].min())} to {_pct(live['gain'].max())} (v1: +2% to +34%)"),
-             "reason": (f"{PD_SPLIT[0]}P+{PD_SPLIT[1]}D of 30B on H20 with a provisioned global store; verdict "
+             "reason": (f"{split_label(df)} of 30B on H20 with a provisioned global store; verdict "
                         "against v2's peak number; " + _anchor_note(df, "prefill_tps", "30b"))}]
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..cluster.config import REPLAYS
+from ..cluster.config import REPLAYS, GlobalStore
 from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
@@ -71,14 +71,6 @@ def _label(policy: str) -> str:
     return POLICY_LABELS.get(policy, policy)
 
 
-def _summary_point(rpm_per_instance: float, policy: str, *, global_store: str, testbed: str, n_instances: int,
-                   minutes: float, seed: int, warmup_frac: float, replay: str) -> dict:
-    """One simulation at ``rpm_per_instance`` (a sweep point function): its summary dict."""
-    return offered_point(rpm_per_instance, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
-                         seed=seed, warmup_frac=warmup_frac, global_store=global_store,
-                         cluster_overrides={"replay": replay})
-
-
 def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float, replay: str) -> None:
     if replay not in REPLAYS:
         raise ValueError(f"replay must be one of {REPLAYS}, got {replay!r}")
@@ -111,9 +103,9 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (2, 3, 4, 6, 8, 10, 13, 1
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay)
     grid = {"policy": list(policies), "rpm_per_instance": _check_rates("rpm_per_instance", rpm_per_instance)}
-    shared = {"global_store": "none", "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-              "seed": seed, "warmup_frac": warmup_frac, "replay": replay}
-    return sweep(grid, _summary_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    shared = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+              "seed": seed, "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay}}
+    return sweep(grid, offered_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
@@ -189,10 +181,10 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------- fig03
-def _store_point(capacity_gb: float, bandwidth_gbs: float, policy: str, **common) -> dict:
+def _store_point(capacity_gb: float, bandwidth_gbs: float, policy: str, rpm_per_instance: float, **common) -> dict:
     """One simulation with a global store of ``capacity_gb`` at ``bandwidth_gbs`` (capacity 0 = no store)."""
-    store = "none" if capacity_gb == 0 else f"{capacity_gb}:{bandwidth_gbs}"
-    return _summary_point(policy=policy, global_store=store, **common)
+    store = None if capacity_gb == 0 else GlobalStore(capacity_gb=capacity_gb, bandwidth_gbs=bandwidth_gbs)
+    return offered_point(rpm_per_instance, policy, global_store=store, **common)
 
 
 def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0, math.inf),
@@ -218,7 +210,7 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0,
     grid = [{"capacity_gb": cap, "bandwidth_gbs": bw, "policy": p}
             for cap in caps for bw in ([math.nan] if cap == 0 else bws) for p in policies]
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "replay": replay}
+              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay}}
     frame = sweep(grid, _store_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
     frame.insert(0, "rpm_per_instance", float(rpm_per_instance))
     return frame
@@ -430,7 +422,8 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
                        f"tokens {work['session-sticky']:.2f}x (SMetric {work.get('smetric', math.nan):.2f}x)"),
         "verdict": verdict,
         "reason": (f"signal = running + waiting requests per instance, window means of the engine's samples, "
-                   f"max/mean over the {frame['instance'].nunique()} instances per window, averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
+                   f"max/mean over the {frame['instance'].nunique()} instances per window, averaged over the windows "
+                   f"after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
                    "req/min/instance; the paper's load signal is not stated. Sticky pins heavy-tailed sessions "
                    "(top 25 % carry > 80 % of tokens) to their first instance, whose queue then grows; a few "
                    "requests per instance also inflate max/mean (load-only shows that floor)"),

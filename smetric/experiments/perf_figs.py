@@ -71,6 +71,9 @@ def plot_perf_validation(validation: pd.DataFrame):
     import seaborn as sns
     from matplotlib.ticker import NullFormatter
 
+    from ..plotting import set_style
+
+    set_style()
     datasets = [d for d in _DATASET_ORDER if d in set(validation["dataset"].astype(str))]
     fig, axes = plt.subplots(2, len(datasets), figsize=(3.2 * len(datasets), 6.4), squeeze=False)
     for col, name in enumerate(datasets):

@@ -12,11 +12,13 @@ cell and :func:`phase_regimes` summarises where each regime lies.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..cluster.config import GlobalStore
 from ..policies.bounds import ideal_bound
 from ..workload.synthetic import AGENT, expected_turns, with_overrides
 from .ablation import RPM_LABEL, run_cases
@@ -69,7 +71,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_me
             for bw in bandwidths:
                 setup = f"{bw:g} GB/s, turns {turns:g}"
                 setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-                                 "global_store": f"inf:{bw}", "workload_overrides": overrides}
+                                 "global_store": GlobalStore(capacity_gb=math.inf, bandwidth_gbs=float(bw)),
+                                 "workload_overrides": overrides}
                 for policy in policies:
                     points.append({"bandwidth_gbs": float(bw), "turns_median": float(turns),
                                    "rpm_per_instance": float(rpm), "seed": seed, "case": policy, "setup": setup})
@@ -170,7 +173,7 @@ def plot_phase(cells: pd.DataFrame):
     for col, rpm in enumerate(rpms):
         sub = cells[cells["rpm_per_instance"] == rpm]
 
-        def grid(values):
+        def grid(values, sub=sub):
             table = sub.assign(v=values).pivot(index="turns_median", columns="bandwidth_gbs", values="v")
             return table.sort_index(ascending=False)
 

@@ -32,7 +32,8 @@ from ..workload.core import Workload
 from .setups import agent_workload, paper_cluster
 from .sweep import sweep
 
-__all__ = ["METRICS", "gpu_time", "short_long_stream", "discipline_comparison", "weight_sweep", "plot_queue_discipline", "comparison_table",
+__all__ = ["METRICS", "gpu_time", "short_long_stream", "discipline_comparison", "weight_sweep", "plot_queue_discipline",
+           "comparison_table",
            "queue_findings"]
 
 # summary columns a point reports (and their labels in the figure)
@@ -133,7 +134,8 @@ def _check(disciplines: Sequence[str], loads: Sequence[float], warmup_frac: floa
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
 
 
-def discipline_comparison(loads: Sequence[float] = (12.0, 24.0, 36.0), routers: Sequence[str] = ("smetric", "least-load"),
+def discipline_comparison(loads: Sequence[float] = (12.0, 24.0, 36.0),
+                          routers: Sequence[str] = ("smetric", "least-load"),
                           disciplines: Sequence[str] = DISCIPLINES, seeds: Sequence[int] = (0, 1), *,
                           testbed: str = "30b", n_instances: int | None = None, minutes: float = 10.0,
                           warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
@@ -174,6 +176,9 @@ def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    from ..plotting import set_style
+
+    set_style()
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5))
     plot = df.assign(goodput_tps=df["goodput_tps"] / 1e3)
     for ax, (metric, label) in zip(axes[0], METRICS.items()):
@@ -213,7 +218,8 @@ def queue_findings(df: pd.DataFrame, weights: pd.DataFrame) -> list[str]:
         base = g[g["queue"] == "fcfs"].iloc[0]
         for _, row in g[g["queue"] != "fcfs"].iterrows():
             lines.append(
-                f"{rpm:g} rpm/inst, {router}: {row['queue']} vs fcfs: session time {_change(row['session_time_mean'], base['session_time_mean'])}, "
+                f"{rpm:g} rpm/inst, {router}: {row['queue']} vs fcfs: session time "
+                f"{_change(row['session_time_mean'], base['session_time_mean'])}, "
                 f"p99 turn latency {_change(row['latency_p99'], base['latency_p99'])}, "
                 f"max wait {row['queue_wait_max']:.0f} s vs {base['queue_wait_max']:.0f} s, "
                 f"goodput {_change(row['goodput_tps'], base['goodput_tps'])}")

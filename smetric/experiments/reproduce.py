@@ -1,16 +1,17 @@
 """``smetric reproduce``: execute the figure notebooks with papermill and report what ran.
 
-Each ``notebooks/figNN_*.ipynb`` runs in its own kernel into ``build/notebooks/``. A full run
-(not ``--quick``, no ``-p`` overrides) also writes the executed notebook back over
-``notebooks/`` so that the committed notebooks carry the outputs of the full run. A failing
-notebook is reported with its cell and error; the others still run.
+Each ``notebooks/figNN_*.ipynb`` runs in its own kernel into ``build/notebooks/``. ``--quick`` is
+the notebooks' ``quick`` parameter (their figures then go to ``build/figures-quick``). A full run
+(not quick, no ``-p`` overrides) also writes the executed notebook back over ``notebooks/``, with
+its volatile metadata stripped (:func:`strip_volatile`), so that the committed notebooks carry the
+outputs of the full run and a re-run changes them only where a result changed. A failing notebook
+is reported with its cell and error; the others still run.
 """
 
 from __future__ import annotations
 
 import ast
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,16 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["NotebookRun", "discover", "parse_parameter", "reproduce", "repo_root"]
+from ..context import ENV, run_context
 
-QUICK_ENV = "SMETRIC_QUICK"
+__all__ = ["NotebookRun", "discover", "parse_parameter", "reproduce", "repo_root", "strip_volatile"]
+
 
 
 def repo_root() -> Path:
-    """The checkout holding ``notebooks/``: ``$SMETRIC_ROOT`` or the directory above the package."""
-    if os.environ.get("SMETRIC_ROOT"):
-        return Path(os.environ["SMETRIC_ROOT"])
-    return Path(__file__).resolve().parents[2]
+    """The checkout holding ``notebooks/``: the run context's root (``$SMETRIC_ROOT`` or above the package)."""
+    return run_context().root
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,27 @@ def parse_parameter(text: str) -> tuple[str, object]:
     return name, value
 
 
+def strip_volatile(nb) -> None:
+    """Drop what changes from run to run without a result changing: papermill's and Jupyter's timing and
+    path metadata, widget state, and stderr streams (warnings quote machine paths). In place."""
+    nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+
+
 def _run_one(path: Path, out_dir: Path, params: dict, quick: bool, write_back: bool) -> NotebookRun:
+    import nbformat
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
     declared = pm.inspect_notebook(str(path))
     mine = {k: v for k, v in params.items() if k in declared}
+    if quick:
+        mine["quick"] = True
     out = out_dir / path.name
     start = time.perf_counter()
     try:
@@ -85,7 +100,9 @@ def _run_one(path: Path, out_dir: Path, params: dict, quick: bool, write_back: b
     except Exception as exc:  # a kernel that died, a missing notebook dependency, ...
         return NotebookRun(path.stem, time.perf_counter() - start, False, f"{type(exc).__name__}: {exc}")
     if write_back and not quick and not mine:
-        shutil.copyfile(out, path)
+        nb = nbformat.read(out, as_version=4)
+        strip_volatile(nb)
+        nbformat.write(nb, path)
     return NotebookRun(path.stem, time.perf_counter() - start, True)
 
 
@@ -94,47 +111,41 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
               progress: bool = True) -> pd.DataFrame:
     """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
 
-    ``quick`` sets ``SMETRIC_QUICK=1`` for the kernels (small sizes, same code paths) and sends
-    their figures to ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise;
-    ``params`` are papermill parameters, passed to each notebook that declares them;
-    ``jobs`` notebooks run at once. The runtime table is also written to ``build/runtimes.csv``,
-    and the figures' claim verdicts are joined into ``claims.csv`` beside the figures.
+    ``quick`` passes ``quick=True`` to every notebook (small sizes, same code paths; figures to
+    ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise); ``params`` are papermill
+    parameters, passed to each notebook that declares them; ``jobs`` notebooks run at once. The
+    runtime table is also written to ``build/runtimes.csv``, and the figures' claim verdicts are
+    joined into ``claims.csv`` beside the figures.
     """
     from tqdm.auto import tqdm
 
-    root = Path(root) if root is not None else repo_root()
-    books = discover(root, only)
+    context = run_context(root=root, quick=quick)
+    books = discover(context.root, only)
     if not books:
-        raise ValueError(f"no figure notebooks under {root / 'notebooks'}")
-    out_dir = root / "build" / "notebooks"
+        raise ValueError(f"no figure notebooks under {context.notebooks_dir}")
+    out_dir = context.build_dir / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("SMETRIC_ROOT", QUICK_ENV, "SMETRIC_FIGURES")}
-    os.environ["SMETRIC_ROOT"] = str(root)
-    if quick:  # quick figures never overwrite the committed full-run ones
-        os.environ[QUICK_ENV] = "1"
-        os.environ.setdefault("SMETRIC_FIGURES", str(root / "build" / "figures-quick"))
-    else:
-        os.environ.pop(QUICK_ENV, None)
+    saved = os.environ.get(ENV["root"])
+    os.environ[ENV["root"]] = str(context.root)  # the kernels resolve the same checkout
     runs: list[NotebookRun] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
                 tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
-            futures = [pool.submit(_run_one, b, out_dir, params or {}, quick, write_back) for b in books]
+            futures = [pool.submit(_run_one, b, out_dir, params or {}, context.quick, write_back) for b in books]
             for fut in futures:
                 run = fut.result()
                 runs.append(run)
                 bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
                 bar.update()
-        if (root / "data" / "paper_claims.csv").exists():
-            from .claims import collect_claims
+    finally:  # leave the caller's environment as it was
+        if saved is None:
+            os.environ.pop(ENV["root"], None)
+        else:
+            os.environ[ENV["root"]] = saved
+    if (context.data_dir / "paper_claims.csv").exists():
+        from .claims import collect_claims
 
-            collect_claims()  # figures/claims.csv: the paper's claims with every verdict recorded so far
-    finally:  # the kernels inherited the environment; leave the caller's as it was
-        for key, val in saved.items():
-            if val is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = val
+        collect_claims(context.figures())  # claims.csv: the paper's claims with every verdict recorded so far
     table = pd.DataFrame([r.__dict__ for r in runs])
-    table.to_csv(root / "build" / "runtimes.csv", index=False)
+    table.to_csv(context.build_dir / "runtimes.csv", index=False)
     return table

@@ -1,6 +1,6 @@
 """The paper's experimental setups, shared by every figure: clusters, the agent workload, sizes, one sweep point.
 
-Testbeds (``paper.md`` §2a, Evaluation):
+Testbeds (the paper's Evaluation section, arXiv 2607.08565):
 
 * ``30b``: 32 instances of Qwen3-Coder-30B-A3B (the model shape of ``qwen3-30b-a3b``), TP 1 on
   H20 96 GB — the LMetric group's testbed GPU; the SMetric paper does not state GPU or TP.
@@ -20,7 +20,6 @@ shrink those gaps and change the workload along with the load.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from functools import lru_cache
 
@@ -29,10 +28,11 @@ import numpy as np
 from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
 
-__all__ = ["QUICK", "is_quick", "TESTBEDS", "REFERENCE_RPM", "paper_cluster", "agent_workload", "run_point",
-           "offered_point", "BASELINES"]
+__all__ = ["TESTBEDS", "REFERENCE_RPM", "paper_cluster", "agent_workload", "run_point",
+           "offered_point", "BASELINES", "PROVISIONED"]
 
-QUICK = "SMETRIC_QUICK"
+#: ``paper_cluster``'s default store: the testbed's provisioned global store (``GlobalStore.provisioned``).
+PROVISIONED = "provisioned"
 
 # name -> (model, gpu, tp, instances)
 TESTBEDS = {
@@ -46,19 +46,20 @@ BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "
              "cache-affinity")
 
 
-def is_quick() -> bool:
-    """True when ``SMETRIC_QUICK=1`` (CI / nbval): notebooks shrink their sizes, same code paths."""
-    return os.environ.get(QUICK) == "1"
-
-
-def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None, global_store: str | None = "provisioned",
-                  **overrides) -> ClusterConfig:
-    """The cluster of a paper testbed; ``global_store`` is ``provisioned``, ``none`` or ``CAP_GB:BW_GBPS``."""
+def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
+                  global_store: GlobalStore | None | str = PROVISIONED, **overrides) -> ClusterConfig:
+    """The cluster of a paper testbed; ``global_store`` is a :class:`GlobalStore`, ``None`` (no store) or
+    :data:`PROVISIONED` (``GlobalStore.provisioned`` for the testbed's TP, the default)."""
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
     model, gpu, tp, n = TESTBEDS[testbed]
-    store = None if global_store is None else GlobalStore.parse(global_store, tp=tp)
-    cfg = ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=store)
+    if isinstance(global_store, str):
+        if global_store != PROVISIONED:
+            raise TypeError(f"global_store must be a GlobalStore, None or {PROVISIONED!r}, got {global_store!r}")
+        global_store = GlobalStore.provisioned(tp)
+    elif global_store is not None and not isinstance(global_store, GlobalStore):
+        raise TypeError(f"global_store must be a GlobalStore, None or {PROVISIONED!r}, got {global_store!r}")
+    cfg = ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store)
     return replace(cfg, **overrides) if overrides else cfg
 
 
@@ -128,7 +129,7 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
 
 def offered_point(rpm_per_instance: float, policy: str, *, testbed: str = "30b", n_instances: int | None = None,
                   minutes: float = 10.0, seed: int = 0, warmup_frac: float = 0.25,
-                  global_store: str | None = "provisioned", params: dict | None = None,
+                  global_store: GlobalStore | None | str = PROVISIONED, params: dict | None = None,
                   cluster_overrides: dict | None = None, workload_overrides: dict | None = None) -> dict:
     """Summary of ``policy`` at an offered load of ``rpm_per_instance`` requests/min/instance (a sweep point).
 

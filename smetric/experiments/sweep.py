@@ -13,7 +13,8 @@ Where the work runs (first match wins):
 2. ``scheduler="tcp://host:port"`` — connect to that scheduler for this sweep;
 3. ``jobs=`` — ``1`` runs serially in this process without Dask, ``n > 1`` starts a local
    cluster of ``n`` worker processes (one thread each) for this sweep;
-4. environment ``SMETRIC_DASK_SCHEDULER`` (an address), then ``SMETRIC_JOBS`` (a count);
+4. the run context (:mod:`smetric.context`): ``SMETRIC_DASK_SCHEDULER`` (an address), then
+   ``SMETRIC_JOBS`` (a count), then 1 in quick mode;
 5. one worker per core (``os.cpu_count()``).
 
 A local cluster never gets more workers than there are points; with one worker the sweep runs
@@ -45,6 +46,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from ..context import ENV, run_context
+
 __all__ = [
     "PointFailure",
     "SweepError",
@@ -55,8 +58,8 @@ __all__ = [
     "sweep_environment",
 ]
 
-SCHEDULER_ENV = "SMETRIC_DASK_SCHEDULER"
-JOBS_ENV = "SMETRIC_JOBS"
+SCHEDULER_ENV = ENV["scheduler"]
+JOBS_ENV = ENV["jobs"]
 _ON_ERROR = ("collect", "raise")
 
 
@@ -183,16 +186,6 @@ def _assemble(points: list[dict], outcomes: list[_Outcome]) -> pd.DataFrame:
     return df
 
 
-def _env_jobs() -> int | None:
-    raw = os.environ.get(JOBS_ENV)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{JOBS_ENV} must be a positive integer, got {raw!r}") from None
-
-
 def _resolve_target(jobs: int | None, client: Any, scheduler: str | None) -> tuple[str, Any]:
     """Where to run: ``("client", Client)``, ``("scheduler", address)`` or ``("local", n_workers)``."""
     if client is not None:
@@ -203,10 +196,11 @@ def _resolve_target(jobs: int | None, client: Any, scheduler: str | None) -> tup
         if jobs is not None:
             raise ValueError("pass only one of scheduler= and jobs=: jobs sizes a local cluster")
         return "scheduler", scheduler
-    if jobs is None and os.environ.get(SCHEDULER_ENV):
-        return "scheduler", os.environ[SCHEDULER_ENV]
-    if jobs is None:
-        jobs = _env_jobs()
+    if jobs is None:  # the run context: SMETRIC_DASK_SCHEDULER, SMETRIC_JOBS, 1 in quick mode
+        context = run_context()
+        if context.scheduler:
+            return "scheduler", context.scheduler
+        jobs = context.jobs
     if jobs is None:
         jobs = os.cpu_count() or 1
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:

@@ -9,10 +9,11 @@ without measurements borrow the values of the closest measured GPU (:data:`TRANS
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
+
+from ..context import run_context
 
 __all__ = ["Efficiency", "NOMINAL", "TRANSFERRED_FROM", "perf_data_dir", "efficiency_path",
            "load_efficiencies", "efficiency_for"]
@@ -104,10 +105,8 @@ TRANSFERRED_FROM: dict[str, str] = {
 
 
 def perf_data_dir() -> Path:
-    """``data/perf`` of the repository (override with ``$SMETRIC_PERF_DATA``)."""
-    if os.environ.get("SMETRIC_PERF_DATA"):
-        return Path(os.environ["SMETRIC_PERF_DATA"])
-    return Path(__file__).resolve().parents[2] / "data" / "perf"
+    """``perf/`` of the run context's data directory (``<repo>/data/perf`` unless ``$SMETRIC_DATA`` moves it)."""
+    return run_context().data_dir / "perf"
 
 
 def efficiency_path() -> Path:

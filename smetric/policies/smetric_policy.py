@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from ..ranges import AT_LEAST_0, FRACTION, POSITIVE, Range
-from .base import PolicyContext, R_HISTORY, R_INPUT_LEN, R_NOW, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS
+from .base import R_HISTORY, R_INPUT_LEN, R_NOW, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS, PolicyContext
 from .router_index import CACHE_VIEWS, index_insert, index_size, prefix_hits
 from .selection import argmin_rotating
 from .signals import attention_tokens, local_hit, new_tokens, reusable_hit

@@ -1,4 +1,5 @@
-"""Workloads: the columnar Workload, trace loaders, sessions, the synthetic generator and its presets, characterization."""
+"""Workloads: the columnar Workload, trace loaders, sessions, the synthetic generator and its presets,
+characterization."""
 
 from .core import Workload, WorkloadError, n_blocks_for
 from .catalog import TRACES, data_dir, trace_names, trace_path

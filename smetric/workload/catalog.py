@@ -2,8 +2,8 @@
 a compact form of the kv-cache-tester Claude Code sessions) and public traces too large to ship, which
 resolve once downloaded there (each entry's ``download`` URL; commands in ``data/traces/README.md``).
 
-The data directory is ``<repo>/data`` (found from the package's location) unless the environment
-variable ``SMETRIC_DATA`` points elsewhere. Wherever a trace name is accepted, a path works too.
+The data directory is the run context's (:mod:`smetric.context`: ``<repo>/data`` unless the
+environment variable ``SMETRIC_DATA`` points elsewhere). Wherever a trace name is accepted, a path works too.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import smetric
+from ..context import ENV, run_context
 
 __all__ = ["TraceEntry", "TRACES", "data_dir", "trace_entry", "trace_path", "trace_names"]
 
-DATA_ENV = "SMETRIC_DATA"
+DATA_ENV = ENV["data_dir"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,8 @@ TRACES: dict[str, TraceEntry] = {e.name: e for e in (
 
 
 def data_dir() -> Path:
-    """The data directory: ``$SMETRIC_DATA`` if set, else ``data/`` next to the package."""
-    env = os.environ.get(DATA_ENV)
-    return Path(env) if env else Path(smetric.__file__).resolve().parents[1] / "data"
+    """The data directory of the run context: ``$SMETRIC_DATA`` if set, else ``<repo>/data``."""
+    return run_context().data_dir
 
 
 def trace_names() -> list[str]:

@@ -1,0 +1,61 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Figure 10: sensitivity to SMETRIC's hyperparameters and to the SLO (paper Fig. 17, p12-13)
+#
+# Paper: "Robust to SLO settings (Fig. 17)" and to its two hyperparameters, the hit-ratio threshold (eviction detection) and SLACK (claim C17, qualitative).
+#
+# On the 30B testbed (32 instances, 10 min): SMETRIC with `hit_ratio` ∈ 0.1-0.9 and `slack` ∈ 0.5-2 (the other at its default 0.5 / 1, paper SLO), and SMETRIC (defaults) and the baselines with every SLO limit (TTFT base 1 s, 62.5 ms per 1k prompt tokens, TPOT 20 ms) scaled by 0.5, 1 or 2 — SMETRIC's SLO guard sees the scaled SLO. Baselines: LMetric, Dynamo and least-load, the three best of the 14 routers at peak on both testbeds in fig06 (30B: within 1 % of each other; the next, Mooncake, 6 % lower). Each setting's peak goodput (max over offered loads of 10-16 requests / min / instance) relative to SMETRIC's default and to the best baseline under the same SLO. Verdict: robust if the gain over the best baseline stays positive at every setting.
+
+# %% tags=["parameters"]
+quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
+# Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
+# seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
+testbed: str = None  # paper testbed
+hit_ratios: list = None  # SMETRIC hit-ratio thresholds
+slacks: list = None  # SMETRIC SLACK values
+slo_scales: list = None  # factors on every SLO limit (TTFT base, TTFT per 1k, TPOT)
+baselines: list = None  # baselines (the best three at fig06's peaks)
+rpm_per_instance: list = None  # offered loads
+minutes: float = None  # measured window
+n_instances: int = None  # instances
+seed: int = None  # workload and policy seed
+warmup_frac: float = None  # share of the arrival span not measured
+
+# %%
+from smetric.context import run_context
+from smetric.experiments.figure import report, save
+from smetric.experiments.figures import fig10_sensitivity as figure
+
+context = run_context(quick=quick)
+params = figure.Params.preset(context.quick, testbed=testbed, hit_ratios=hit_ratios, slacks=slacks, slo_scales=slo_scales,
+                              baselines=baselines,
+                              rpm_per_instance=rpm_per_instance,
+                              minutes=minutes, n_instances=n_instances,
+                              seed=seed, warmup_frac=warmup_frac)
+params
+
+# %%
+df = figure.compute(params, jobs=context.jobs)
+figure.overview(df)
+
+# %%
+fig = figure.plot(df)
+paths = save(figure, fig, df, context)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+claims = report(figure, df, context)

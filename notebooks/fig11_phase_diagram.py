@@ -1,0 +1,63 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Figure 11 (beyond the paper): where SMETRIC wins and where it loses
+#
+# The paper evaluates one global-store provisioning, one agent workload and a few loads. Here the 30B model on 16 instances (8 min windows) with a global KV store of unlimited capacity and a per-instance read bandwidth of 1.5-96 GB/s (the paper testbeds' provisioned store is ~24 GB/s), agent sessions whose median number of turns is 1-8 (log-normal, the calibration's σ; mean in brackets), and four offered loads (4-10 requests / min / instance, set by the session arrival rate, so longer sessions arrive less often; `offered_rpm_per_instance` is the rate measured in the window). Top: SMETRIC's goodput over the best of LMetric, Dynamo and least-load in each cell (ties: within ±3 %, about the seed-to-seed spread of fig09; grey: overloaded, no policy meets the SLO for half of its requests — past saturation, where open-loop queues grow and ratios of small goodputs are noise). Bottom: the fraction of the ideal goodput each reaches — the ideal (`smetric.policies.bounds.ideal_bound`) balances perfectly and hits every reusable token, capped by the offered token rate. No paper claim: the last cell states the regimes found.
+
+# %% tags=["parameters"]
+quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
+# Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
+# seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
+bandwidths: list = None  # global-store GB/s per instance (capacity unlimited)
+turns_medians: list = None  # median turns per session
+rpm_per_instance: list = None  # offered loads (requests / min / instance)
+policies: list = None  # routers compared
+testbed: str = None  # paper testbed
+n_instances: int = None  # instances
+minutes: float = None  # measured window
+warmup_minutes: float = None  # sessions start this long before the window
+seed: int = None  # workload and policy seed
+warmup_frac: float = None  # share of the arrival span not measured
+
+# %%
+from smetric.context import run_context
+from smetric.experiments.figure import report, save
+from smetric.experiments.figures import fig11_phase_diagram as figure
+
+context = run_context(quick=quick)
+params = figure.Params.preset(context.quick, bandwidths=bandwidths, turns_medians=turns_medians,
+                              rpm_per_instance=rpm_per_instance,
+                              policies=policies, testbed=testbed,
+                              n_instances=n_instances, minutes=minutes,
+                              warmup_minutes=warmup_minutes, seed=seed,
+                              warmup_frac=warmup_frac)
+params
+
+# %%
+df = figure.compute(params, jobs=context.jobs)
+figure.overview(df)
+
+# %%
+fig = figure.plot(df)
+paths = save(figure, fig, df, context)
+
+# %%
+print(figure.findings(df))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+claims = report(figure, df, context)

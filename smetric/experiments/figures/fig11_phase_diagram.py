@@ -1,0 +1,54 @@
+"""Figure 11 (beyond the paper): where SMETRIC wins and where it loses, over store bandwidth, session length, load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import phase as ph
+from ..figure import FigureParams, param
+
+
+@dataclass(frozen=True)
+class Params(FigureParams):
+    bandwidths: tuple[float, ...] = param((1.5, 6.0, 24.0, 96.0), "global-store GB/s per instance (capacity unlimited)")
+    turns_medians: tuple[float, ...] = param((1, 2, 4, 8), "median turns per session")
+    rpm_per_instance: tuple[float, ...] = param((4.0, 6.0, 8.0, 10.0), "offered loads (requests / min / instance)")
+    policies: tuple[str, ...] = param(("smetric", "lmetric", "dynamo", "least-load"), "routers compared")
+    testbed: str = param("30b", "paper testbed")
+    n_instances: int = param(16, "instances")
+    minutes: float = param(8.0, "measured window")
+    warmup_minutes: float = param(120.0, "sessions start this long before the window")
+    seed: int = param(0, "workload and policy seed")
+    warmup_frac: float = param(0.25, "share of the arrival span not measured")
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(9.0,),
+                   policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=20.0)
+
+
+def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    return ph.phase_diagram(bandwidths=p.bandwidths, turns_medians=p.turns_medians,
+                            rpm_per_instance=p.rpm_per_instance, policies=p.policies, testbed=p.testbed,
+                            n_instances=p.n_instances, minutes=p.minutes, warmup_minutes=p.warmup_minutes,
+                            seed=p.seed, warmup_frac=p.warmup_frac, jobs=jobs)
+
+
+def overview(df: pd.DataFrame) -> pd.DataFrame:
+    return ph.phase_cells(df).round(3)
+
+
+def plot(df: pd.DataFrame):
+    return ph.plot_phase(ph.phase_cells(df))
+
+
+def claims(df: pd.DataFrame) -> list[dict]:
+    """No paper claim: :func:`findings` states the regimes found."""
+    return []
+
+
+def findings(df: pd.DataFrame) -> str:
+    cells = ph.phase_cells(df)
+    return ph.phase_findings(cells) + "\n\n" + ph.phase_regimes(cells).round(3).to_string(index=False)
