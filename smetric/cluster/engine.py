@@ -15,8 +15,9 @@ arrive at their trace time; when a request ends (finishes, or is rejected) at ``
 children arrives at ``max(trace time, t + gap)``.
 
 Event order. The clock jumps to the earliest event. Instance events (an iteration ends, or an
-idle instance wakes because a KV load finished) come before arrivals at the same time; instance
-events tie by instance index, arrivals by (time, row).
+idle instance wakes because a KV load finished) come first, then a connector transfer's completion
+(see "KV connector"), then arrivals at the same time; instance events tie by instance index, arrivals
+by (time, row).
 
 Arrival (router). The policy sees a view of every routable instance (the prefill instances when
 disaggregated), built at the arrival time: prefix hits per tier, queued prefill, counts, KV use and
@@ -26,11 +27,22 @@ batch at once, a busy one considers it at its next iteration end.
 
 Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` = leading blocks in
 HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
-``h = min(k * B, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
-``h2 - h1``, ``h3 - h2``. The router's view uses the hits at arrival; the request's real hits are
-looked up again at admission (blocks may have been evicted or added meanwhile). Only prompt blocks
-are cached for reuse: a reply's KV is private and freed at finish (the next turn's prompt carries
-the reply under new block ids, as the traces' hashes do).
+``h = min(k * B + tail, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
+``h2 - h1``, ``h3 - h2``. ``tail`` is 0 unless ``hit_granularity = g`` is set and ``k`` equals the
+position of the request's parent's partial tail and that tier holds it; then it is the tail's tokens
+rounded down to a multiple of ``g``. The parent's partial tail is, with ``cache_replies``, the last
+``(L_p + n_out_p - 1) mod B`` tokens of its prompt + reply (a fresh id, cached at the parent's finish),
+otherwise its partial last prompt block. The router's view uses the hits at arrival; the request's
+real hits are looked up again at admission (blocks may have been evicted or added meanwhile).
+
+Replies. A request's KV at finish covers ``X = L + n_out - 1`` tokens (the last token has none yet).
+Its reply chain is the full engine blocks at positions ``L // B .. X // B - 1`` and, with
+``hit_granularity``, the partial tail at ``X // B`` when it holds >= ``g`` tokens. The full blocks take
+the ids of the request's first child's prompt at those positions when that child extends the parent's
+prompt (equal chained ids over the parent's full trace blocks) and is >= ``L + n_out`` tokens long
+(append-only sessions: the follow-up re-sends the reply verbatim); otherwise, and for the tail, fresh
+ids no prompt uses (they occupy HBM like vLLM's cached reply blocks, but nothing hits them). With
+``cache_replies=False`` a reply's KV is private and freed at finish.
 
 Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arrival at an idle instance):
 
@@ -55,19 +67,44 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    With ``kv_load_overlap`` a request with a load in progress (``ready > t``) waits while the
    instance iterates on others; without it the iteration is delayed by ``max(ready) - t`` and the
    request runs now. A runnable admitted request takes its chunk (or joins the decode set) at once.
+   With an ``lmcache`` connector (and a global store) the global hit is a transfer instead (see
+   "KV connector") and a prefill or colocated instance's loads always block, as described there.
 5. Empty batch: the instance idles until its earliest load finishes (or the next arrival).
    Otherwise the iteration lasts ``wait + iteration_time(n_tokens, prefill_attn, decode_ctx, n_decode)``
    with ``n_tokens`` = chunk tokens + decodes, ``prefill_attn = sum c * (p + c / 2)`` (``p`` prompt
    tokens already in KV, summed in batch order) and ``decode_ctx = sum (L + generated)``.
+
+KV connector (``lmcache`` model; with the ``ideal`` connector or without a global store none of this
+applies). On a prefill or colocated instance: every admitted request adds ``lookup_s`` to the
+scheduler time ``S`` of the formation (``sched = t + S``); its DRAM-hit load is ready as above; its
+global hit of ``bytes`` starts transfer ``r`` in the pool at ``t``. The iteration's compute time ``dt``
+(the iteration time above, plus the GPU->host copy ``(chunk tokens [+ decodes with
+global_store_replies]) * kv_bytes / pcie_bw``; a decode-only run adds the decodes' copy to each
+iteration) is known at formation; the iteration ends, once every load it admitted is ready (``R`` =
+the latest ready time, ``t`` if none), at ``max(sched, R) + dt`` (blocking) or ``max(sched + dt, R)``
+(``layerwise``); until then it has no end time. Transfers: a load (id ``r``), a prompt write (id
+``n + r``, bytes of the prompt blocks new to the store, started where the prompt's write-through
+happens) and a reply write (id ``2n + r``). Each active transfer progresses at
+``min(cap, node_bw / transfers of its node, store_total / all transfers)`` (``cap`` = ``load_cap`` for
+loads, ``write_cap`` for writes; rates change when any transfer starts or ends). The earliest to
+complete ends (ties: lower id); a completed load then crosses the instance's PCIe link
+(``start = max(t, pcie_free)``, serialised with the DRAM loads, at ``pcie_bw``) and is ready
+``load_latency`` after that. Writes delay nobody; the written blocks are in the store from the start
+of their write.
 
 Iteration end at ``t'``: every decoding sequence has one more token; chunks are done (in batch
 order); a request whose prompt is complete gets its first token at ``t'``, its prompt blocks from
 ``k1`` on join the HBM cache (an already-cached id is shared and the reserved block freed), and the
 whole prompt is written through to the global store (tail first, evicting the store's LRU blocks).
 Then, in row order, the requests leaving the instance -- decodes that reached ``n_out``, prefill
-completions with ``n_out = 1``, and every prefill completion on a prefill instance -- unpin their
-prompt blocks (tail first; a block whose pin count reaches 0 becomes the most recently used) and
-free their reserved blocks; they finish at ``t'`` except disaggregated hand-offs. Colocated prefill
+completions with ``n_out = 1``, and every prefill completion on a prefill instance -- release their
+KV: a finished request (not a hand-off) with ``global_store_replies`` first writes its reply chain
+and then its prompt through to the store (tail first: reply tail ... reply head, prompt tail ...
+head); on a non-decode instance with ``cache_replies`` it pins its reply chain into HBM head first
+(an already-cached id is pinned; otherwise one of its reserved blocks becomes the entry, or a free
+block, or the LRU-evicted one; where none can be had the chain stops); then it unpins the reply chain
+and its prompt blocks, tail first (a block whose pin count reaches 0 becomes the most recently used),
+and frees its remaining reserved blocks; they finish at ``t'`` except disaggregated hand-offs. Colocated prefill
 completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'``. Finally the
 hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
 lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
