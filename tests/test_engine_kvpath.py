@@ -273,3 +273,15 @@ def test_simulate_takes_a_connector_and_the_slow_bound_is_slower():
         ttft[name] = float((rq["first_token"] - rq["arrival"]).mean())
     assert ttft["lmcache-mooncake-slow"] > ttft["lmcache-mooncake"] > ttft["ideal"]
     assert json.dumps(ttft)  # plain floats
+
+
+def test_stored_replies_without_local_reply_caching():
+    """global_store_replies alone: the reply reaches the store (another instance hits it) but not the HBM cache."""
+    wl = two_turns()
+    for n in (2, 1):
+        cluster = small_cluster(n_instances=n, block_size=256, replay="closed", global_store=store(),
+                                cache_replies=False, global_store_replies=True)
+        raw = both_engines(wl, cluster)
+        assert raw.hit_global[1] + raw.hit_hbm[1] == 4096 + 1023 // 256 * 256
+        if n == 1:  # same instance: the prompt from HBM, the reply from the store
+            assert raw.hit_hbm[1] == 4096

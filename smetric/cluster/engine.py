@@ -30,13 +30,14 @@ HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token
 ``h = min(k * B + tail, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
 ``h2 - h1``, ``h3 - h2``. ``tail`` is 0 unless ``hit_granularity = g`` is set and ``k`` equals the
 position of the request's parent's partial tail and that tier holds it; then it is the tail's tokens
-rounded down to a multiple of ``g``. The parent's partial tail is, with ``cache_replies``, the last
-``(L_p + n_out_p - 1) mod B`` tokens of its prompt + reply (a fresh id, cached at the parent's finish),
-otherwise its partial last prompt block. The router's view uses the hits at arrival; the request's
+rounded down to a multiple of ``g``. The parent's partial tail is, when replies are kept
+(``cache_replies``, or ``global_store_replies`` with a store), the last ``(L_p + n_out_p - 1) mod B``
+tokens of its prompt + reply (a fresh id, cached and/or stored at the parent's finish), otherwise its
+partial last prompt block. The router's view uses the hits at arrival; the request's
 real hits are looked up again at admission (blocks may have been evicted or added meanwhile).
 
-Replies. A request's KV at finish covers ``X = L + n_out - 1`` tokens (the last token has none yet).
-Its reply chain is the full engine blocks at positions ``L // B .. X // B - 1`` and, with
+Replies (kept when ``cache_replies``, or ``global_store_replies`` with a store). A request's KV at
+finish covers ``X = L + n_out - 1`` tokens (the last token has none yet). Its reply chain is the full engine blocks at positions ``L // B .. X // B - 1`` and, with
 ``hit_granularity``, the partial tail at ``X // B`` when it holds >= ``g`` tokens. The full blocks take
 the ids of the request's first child's prompt at those positions when that child extends the parent's
 prompt (equal chained ids over the parent's full trace blocks) and is >= ``L + n_out`` tokens long
@@ -849,7 +850,7 @@ def _admit(d, st, i, r, t):
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     nb = blocks.shape[0]
     total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.B)
-    k1, k2, k3, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
+    k1, k2, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     hs = st.hslot[i]
     newly = 0
     for j in range(k1):
@@ -1180,7 +1181,7 @@ def _build_view(d, st, r, t):
     cost_hit = -1  # instances mostly share one hit length: reuse the request's cost estimate
     cost = 0.0
     for i in range(d.n_routable):
-        k1, k2, k3, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+        _, _, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
         ctx = st.ii[i, II_CTX]
         if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
             ctx += st.ii[i, II_NDEC] * _iters_done(st, i, t, st.ii[i, II_SEGK])

@@ -114,8 +114,7 @@ def _children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fine_ids, B, f, g, cache_replies,
-                  fresh):
+def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fine_ids, B, f, g, replies, fresh):
     """Reply chains and partial tails of every row (see :func:`prepare`); ``fresh`` = first unused dense id."""
     n = input_len.shape[0]
     reply_off = np.zeros(n + 1, dtype=np.int64)
@@ -126,7 +125,7 @@ def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fin
         L = input_len[r]
         X = L + n_out[r] - 1
         k = 0
-        if cache_replies:
+        if replies:
             k = X // B - L // B
             if g > 0 and X - (X // B) * B >= g:
                 k += 1
@@ -142,7 +141,7 @@ def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fin
             nf = L // f
             valid = nf == 0 or fine_ids[fine_offsets[r] + nf - 1] == fine_ids[fine_offsets[c] + nf - 1]
         k = reply_off[r]
-        if cache_replies:
+        if replies:
             contains = valid and input_len[c] >= L + n_out[r]
             for j in range(L // B, X // B):
                 if contains:
@@ -203,7 +202,8 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     reply_off, reply_ids, reply_tok, tail_pos, tail_id, tail_tok, n_unique = _reply_chains(
         np.asarray(wl.input_len), n_out, first_child, np.asarray(wl.block_offsets), dense,
         np.asarray(fine.block_offsets), np.asarray(fine.block_ids), bs, fine.block_size,
-        int(cluster.hit_granularity or 0), cluster.cache_replies, len(uniq))
+        int(cluster.hit_granularity or 0),
+        cluster.cache_replies or (cluster.global_store_replies and cluster.global_store is not None), len(uniq))
 
     block_bytes = bs * hw.kv_bytes_per_token
     hbm_blocks = int(hw.kv_capacity_tokens // bs)

@@ -263,7 +263,7 @@ class _Reference:
             inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
             return inst.link_pd
         total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.B)
-        k1, k2, k3, h1, h2, h3 = self._hits(inst, q)
+        k1, k2, _, h1, h2, h3 = self._hits(inst, q)
         newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
         need = total - k1
         if inst.pinned + newly_pinned + inst.private + need > self.C:
