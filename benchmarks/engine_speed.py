@@ -13,6 +13,7 @@ Times are wall clock and process CPU (the machine may be shared: CPU time is the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -59,8 +60,6 @@ def scenario(minutes: float):
 def full_stack(cluster):
     """``cluster`` with every KV-path mechanism on: replies cached locally and in the store, 16-token
     partial-tail hits, the ``lmcache-mooncake`` connector (blocking loads, lookups, shared node NICs, writes)."""
-    import dataclasses
-
     return dataclasses.replace(cluster, cache_replies=True, global_store_replies=True, hit_granularity=16,
                                kv_connector="lmcache-mooncake")
 
