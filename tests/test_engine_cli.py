@@ -83,3 +83,25 @@ def test_resumed_engine_equals_one_call():
     one, chunked = run_engine(inp), run_engine(inp, progress=True, chunk=3)
     for name in ("instance", "admit", "first_token", "finish", "hit_global"):
         assert np.array_equal(getattr(one, name), getattr(chunked, name), equal_nan=True)
+
+
+@pytest.mark.parametrize("extra, hit", [(["--no-cache-replies"], 4096), ([], 4608),
+                                        (["--kv-connector", "lmcache-mooncake", "--global-store", "provisioned",
+                                          "--kv-connector-param", "layerwise=true"], 4608)])
+def test_two_turn_session_hits_the_reply_from_the_out_csv(tmp_path, extra, hit):
+    """4096-token prompt with a 1024-token reply, then a 5632-token follow-up on the same instance (512-token
+    trace blocks): the follow-up hits 4096 tokens, or >= 5120 - one 512-token block with replies cached."""
+    path = tmp_path / "two.jsonl"
+    rows = [(0, 4096, 1024, list(range(8))), (100_000, 5632, 8, list(range(11)))]
+    path.write_text("\n".join(json.dumps({"timestamp": t, "input_length": n, "output_length": o, "hash_ids": h})
+                              for t, n, o, h in rows) + "\n")
+    out_dir = tmp_path / "res"
+    assert main(BASE + ["--trace", str(path), "--instances", "1", "--out", str(out_dir)] + extra) == 0
+    requests = pd.read_csv(out_dir / "requests.csv")
+    assert requests["hit_hbm"].tolist() == [0, hit]
+    assert hit == 4096 or hit >= 5120 - 512
+
+
+def test_unknown_kv_connector_is_a_usage_error(trace, capsys):
+    assert main(BASE + ["--trace", trace, "--kv-connector", "nvme"]) == 2
+    assert "unknown KV connector" in capsys.readouterr().err

@@ -79,10 +79,11 @@ def two_turn_session(first: int, reply: int, appended: int, second_at: float, bl
                     block_offsets=[0, len(ids), len(ids) + n2], block_ids=ids + ids2, block_size=block)
 
 
-def test_follow_up_on_the_same_instance_hits_its_history_in_hbm():
+@pytest.mark.parametrize("cache_replies", [False, True])
+def test_follow_up_on_the_same_instance_hits_its_history_in_hbm(cache_replies):
     wl = two_turn_session(first=1000, reply=30, appended=200, second_at=5.0)
-    rq = simulate(wl, small_cluster(block_size=16), "round-robin").requests
-    hit = (1000 // 16) * 16
+    rq = simulate(wl, small_cluster(block_size=16, cache_replies=cache_replies), "round-robin").requests
+    hit = ((1000 + 30 - 1) if cache_replies else 1000) // 16 * 16  # the reply's full blocks (its last token: no KV)
     assert rq.hit_hbm[1] == hit and rq.hit_global[1] == 0
     assert rq.ttft[1] == pytest.approx(prefill_time_nb(COEF, float(1230 - hit), float(hit)), rel=1e-9)
 
@@ -99,7 +100,8 @@ def test_follow_up_elsewhere_loads_its_history_from_the_global_store(overlap):
     assert rq.ttft[1] == pytest.approx(load + prefill_time_nb(COEF, float(1230 - hit), float(hit)), rel=1e-9)
 
 
-def test_history_evicted_from_hbm_is_found_in_dram():
+@pytest.mark.parametrize("cache_replies", [False, True])
+def test_history_evicted_from_hbm_is_found_in_dram(cache_replies):
     wl = two_turn_session(first=1000, reply=30, appended=200, second_at=5.0)
     # an unrelated 1500-token request between the turns forces turn 1's blocks out of a 2000-token HBM
     other = unique_workload([2.0], 1500, 2)
@@ -109,12 +111,13 @@ def test_history_evicted_from_hbm_is_found_in_dram():
     mixed = Workload(arrival=[0.0, 2.0, 5.0], input_len=lens, output_len=[30, 2, 4], session=[0, 1, 0],
                      turn=[0, 0, 1], parent=[-1, -1, 0], gap=[0.0, 0.0, 0.0], block_offsets=offsets,
                      block_ids=ids, block_size=16)
-    cluster = small_cluster(kv_tokens=2000, block_size=16, dram_gb=1.0, dram_bandwidth_gbs=20.0)
+    cluster = small_cluster(kv_tokens=2000, block_size=16, dram_gb=1.0, dram_bandwidth_gbs=20.0,
+                            cache_replies=cache_replies)
     rq = simulate(mixed, cluster, "round-robin").requests
-    assert rq.hit_hbm[2] + rq.hit_dram[2] == (1000 // 16) * 16
+    h = ((1000 + 30 - 1) if cache_replies else 1000) // 16 * 16  # with its reply's full blocks
+    assert rq.hit_hbm[2] + rq.hit_dram[2] == h
     assert rq.hit_dram[2] > 0
     load = rq.hit_dram[2] * KVB / (20.0 * GB)
-    h = (1000 // 16) * 16
     assert rq.ttft[2] == pytest.approx(load + prefill_time_nb(COEF, float(1230 - h), float(h)), rel=1e-9)
 
 

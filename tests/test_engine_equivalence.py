@@ -3,7 +3,9 @@
 Random agent workloads (shared system prompt, multi-turn sessions that re-send their history)
 on random clusters: 1-4 instances, colocated or disaggregated, open or closed replay, tiny HBM
 (evictions, head-of-line blocking, rejections), optional DRAM tier and global store (bounded or
-not), overlapped or blocking KV loads, every registered routing policy.
+not), overlapped or blocking KV loads, every registered routing policy -- and the KV path: reply KV cached
+or not (and stored globally or not), partial-tail hits, the ideal or an lmcache connector (blocking or
+layer-wise loads, lookups, NIC pools shared by 1-2 instances, capped transfers, costly writes).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from engine_support import agent_workload, small_cluster, store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from smetric.cluster.connector import CONNECTORS, KVConnector
 from smetric.cluster.engine import run_engine
 from smetric.cluster.inputs import prepare
 from smetric.cluster.reference import run_reference
@@ -40,6 +43,19 @@ def assert_same_run(a, b, rtol=1e-9):
     assert np.array_equal(a.timeseries, b.timeseries)
 
 
+# a contended connector: 2 GPUs per node, a slow NIC and store, every cost on
+CONTENDED = KVConnector(name="contended", model="lmcache", lookup_s=2e-3, load_latency_s=1e-3, load_gbs=3.0,
+                        store_gbs=2.0, nic_gbs_per_gpu=2.0, gpus_per_node=2, pcie_gbs=8.0, store_total_gbs=5.0)
+
+
+@st.composite
+def kv_path(draw):
+    """ClusterConfig keywords of the KV path (issue 11)."""
+    return dict(cache_replies=draw(st.booleans()), global_store_replies=draw(st.booleans()),
+                hit_granularity=draw(st.sampled_from([None, 8, 16])),
+                kv_connector=draw(st.sampled_from(list(CONNECTORS) + [CONTENDED])))
+
+
 @st.composite
 def cases(draw):
     seed = draw(st.integers(0, 2**31 - 1))
@@ -59,7 +75,7 @@ def cases(draw):
         max_num_seqs=mns, max_batched_tokens=max(mns, draw(st.sampled_from([64, 256, 2048]))),
         dram_gb=draw(st.sampled_from([0.0, 0.03, 0.2, 10.0])), global_store=global_store,
         kv_load_overlap=draw(st.booleans()), replay=draw(st.sampled_from(["open", "closed"])),
-        pd_bandwidth_gbs=draw(st.sampled_from([5.0, float("inf")])), **shape)
+        pd_bandwidth_gbs=draw(st.sampled_from([5.0, float("inf")])), **shape, **draw(kv_path()))
     policy = draw(st.sampled_from(POLICIES))
     load = draw(st.sampled_from([1.0, 4.0]))
     return wl, cluster, policy, load, seed
@@ -74,11 +90,15 @@ def test_engine_matches_reference(case):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-def test_engine_matches_reference_on_a_busy_cluster(policy):
-    """A longer case per policy: 40 sessions on 3 instances with a bounded global store and DRAM."""
-    wl = agent_workload(7, n_sessions=40, max_turns=4, span=4.0, first_prompt=(20, 2000))
+@pytest.mark.parametrize("connector", ["ideal", CONTENDED])
+def test_engine_matches_reference_on_a_busy_cluster(policy, connector):
+    """A longer case per policy: 40 sessions on 3 instances with a bounded global store and DRAM (and, with
+    the contended connector, every KV-path mechanism on)."""
+    wl = agent_workload(7, n_sessions=40, max_turns=4, span=4.0, first_prompt=(20, 2000), output=(1, 300))
     cluster = small_cluster(kv_tokens=12_000, n_instances=3, block_size=64, max_num_seqs=16,
-                            max_batched_tokens=1024, dram_gb=0.3, global_store=store(capacity_gb=1.0))
+                            max_batched_tokens=1024, dram_gb=0.3, global_store=store(capacity_gb=1.0),
+                            kv_connector=connector, global_store_replies=connector != "ideal",
+                            hit_granularity=None if connector == "ideal" else 16)
     inp = prepare(wl, cluster, policy, load=2.0, seed=3, n_samples=80)
     assert_same_run(run_engine(inp), run_reference(inp))
 
@@ -93,7 +113,7 @@ def tier_cases(draw):
         max_num_seqs=draw(st.sampled_from([2, 8])), max_batched_tokens=1024,
         dram_gb=draw(st.sampled_from([0.02, 0.1, 10.0])),
         global_store=draw(st.sampled_from([None, store(capacity_gb=0.1), store(capacity_gb=0.5)])),
-        kv_load_overlap=draw(st.booleans()), replay=draw(st.sampled_from(["open", "closed"])))
+        kv_load_overlap=draw(st.booleans()), replay=draw(st.sampled_from(["open", "closed"])), **draw(kv_path()))
     return wl, cluster, draw(st.sampled_from(POLICIES)), seed
 
 

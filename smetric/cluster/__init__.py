@@ -5,7 +5,8 @@ a :class:`SimResult`. The engine's exact rules are in :mod:`smetric.cluster.engi
 """
 
 from .config import SLO, ClusterConfig, GlobalStore, HardwareSpec
+from .connector import KVConnector
 from .result import SimResult
 from .simulate import simulate
 
-__all__ = ["SLO", "ClusterConfig", "GlobalStore", "HardwareSpec", "SimResult", "simulate"]
+__all__ = ["SLO", "ClusterConfig", "GlobalStore", "HardwareSpec", "KVConnector", "SimResult", "simulate"]

@@ -48,6 +48,18 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dram-gb", type=float, default=0.0, help="host-DRAM KV tier per instance (GB, 0 = none)")
     parser.add_argument("--no-load-overlap", action="store_true",
                         help="KV loads delay the admitting iteration instead of overlapping with compute")
+    parser.add_argument("--kv-connector", default="ideal", metavar="NAME",
+                        help="how instances reach the global store: ideal (default), lmcache-mooncake, "
+                             "lmcache-mooncake-fast or lmcache-mooncake-slow (data/perf/kv_path.json)")
+    parser.add_argument("--kv-connector-param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a KV-connector parameter, e.g. layerwise=true or lookup_s=0.01 (repeatable)")
+    parser.add_argument("--no-cache-replies", action="store_true",
+                        help="free a reply's KV at finish instead of caching it after the prompt")
+    parser.add_argument("--global-store-replies", action="store_true",
+                        help="also write a finished reply's KV to the global store")
+    parser.add_argument("--hit-granularity", type=int, metavar="TOKENS",
+                        help="count a follow-up's hit on its parent's partial last engine block down to this many "
+                             "tokens (e.g. 16 = vLLM's block; default: whole engine blocks)")
     parser.add_argument("--max-num-seqs", type=int, default=256)
     parser.add_argument("--max-batched-tokens", type=int, default=4096)
     parser.add_argument("--block-size", type=int,
@@ -71,6 +83,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from ..outputs import check_output
     from ..workload.cli_cmds import read_for_cli
     from .config import ClusterConfig, GlobalStore
+    from .connector import KVConnector
     from .queueing import QueueDiscipline
     from .simulate import simulate
 
@@ -97,7 +110,11 @@ def run_simulate(args: argparse.Namespace) -> int:
             max_batched_tokens=args.max_batched_tokens, dram_gb=args.dram_gb, **block,
             global_store=GlobalStore.parse(args.global_store, tp=args.tp),
             kv_load_overlap=not args.no_load_overlap, replay=args.replay,
-            queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")))
+            queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")),
+            cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
+            hit_granularity=args.hit_granularity,
+            kv_connector=KVConnector.parse(args.kv_connector,
+                                           _parse_params(args.kv_connector_param, "--kv-connector-param")))
         result = simulate(workload, cluster, args.policy, _parse_params(args.param), load=args.load, seed=args.seed,
                           progress=args.progress)
     except ValueError as exc:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware import kernel
+from .connector import KVConnector
 from .queueing import QueueDiscipline
 
 __all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB"]
@@ -210,6 +211,18 @@ class ClusterConfig:
         queue: the order in which an instance admits its waiting requests: a
             :class:`~smetric.cluster.queueing.QueueDiscipline` or a discipline name
             (``fcfs``, ``smetric-score``, ``mlfq``) with default parameters.
+        cache_replies: a finished request's reply KV joins its instance's HBM prefix cache, chained
+            after its prompt under the block ids its follow-up's prompt uses (vLLM v1 and SGLang cache
+            generated tokens); False = the reply's blocks are freed at finish (the engine's original rule).
+        global_store_replies: the reply's blocks are also written to the global store at finish
+            (LMCache's ``save_decode_cache``; off by default, as LMCache documents it).
+        hit_granularity: None = prefix hits count whole engine blocks (the original rule); ``g`` tokens =
+            a follow-up also hits its parent's cached partial last engine block (prompt, or prompt + reply
+            with ``cache_replies``) down to ``g``-token granularity (16 = vLLM's block size).
+        kv_connector: how instances reach the global store: a
+            :class:`~smetric.cluster.connector.KVConnector` or a preset name (``ideal`` = the original
+            link model; ``lmcache-mooncake`` and its ``-fast``/``-slow`` bounds). With an ``lmcache``
+            connector (and a global store) every KV load blocks the batch and ``kv_load_overlap`` is unused.
     """
 
     model: str
@@ -232,6 +245,10 @@ class ClusterConfig:
     replay: str = "open"
     hardware: HardwareSpec | None = None
     queue: QueueDiscipline = field(default_factory=QueueDiscipline)
+    cache_replies: bool = True
+    global_store_replies: bool = False
+    hit_granularity: int | None = None
+    kv_connector: KVConnector = field(default_factory=KVConnector)
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -270,6 +287,15 @@ class ClusterConfig:
             object.__setattr__(self, "queue", QueueDiscipline(self.queue))
         _require(isinstance(self.queue, QueueDiscipline),
                  f"queue must be a QueueDiscipline or a discipline name, got {self.queue!r}")
+        _require(isinstance(self.cache_replies, bool), f"cache_replies must be a bool, got {self.cache_replies!r}")
+        _require(isinstance(self.global_store_replies, bool),
+                 f"global_store_replies must be a bool, got {self.global_store_replies!r}")
+        if self.hit_granularity is not None:
+            _positive_int("hit_granularity", self.hit_granularity)
+        if isinstance(self.kv_connector, str):
+            object.__setattr__(self, "kv_connector", KVConnector.preset(self.kv_connector))
+        _require(isinstance(self.kv_connector, KVConnector),
+                 f"kv_connector must be a KVConnector or a preset name, got {self.kv_connector!r}")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -298,4 +324,6 @@ class ClusterConfig:
         shape = (f"{self.n_prefill}P+{self.n_decode}D" if self.disaggregated else f"{self.n_instances}x")
         store = "no global store" if self.global_store is None else (
             f"global store {self.global_store.capacity_gb:g} GB @ {self.global_store.bandwidth_gbs:g} GB/s")
+        if self.global_store is not None and not self.kv_connector.ideal:
+            store += f" via {self.kv_connector.name}"
         return f"{shape} {self.model} TP{self.tp} on {self.gpu}, {store}, {self.replay} replay"

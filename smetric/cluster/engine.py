@@ -15,8 +15,9 @@ arrive at their trace time; when a request ends (finishes, or is rejected) at ``
 children arrives at ``max(trace time, t + gap)``.
 
 Event order. The clock jumps to the earliest event. Instance events (an iteration ends, or an
-idle instance wakes because a KV load finished) come before arrivals at the same time; instance
-events tie by instance index, arrivals by (time, row).
+idle instance wakes because a KV load finished) come first, then a connector transfer's completion
+(see "KV connector"), then arrivals at the same time; instance events tie by instance index, arrivals
+by (time, row).
 
 Arrival (router). The policy sees a view of every routable instance (the prefill instances when
 disaggregated), built at the arrival time: prefix hits per tier, queued prefill, counts, KV use and
@@ -26,11 +27,23 @@ batch at once, a busy one considers it at its next iteration end.
 
 Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` = leading blocks in
 HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
-``h = min(k * B, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
-``h2 - h1``, ``h3 - h2``. The router's view uses the hits at arrival; the request's real hits are
-looked up again at admission (blocks may have been evicted or added meanwhile). Only prompt blocks
-are cached for reuse: a reply's KV is private and freed at finish (the next turn's prompt carries
-the reply under new block ids, as the traces' hashes do).
+``h = min(k * B + tail, L - 1)`` (at least one prompt token is always computed); the tiers get ``h1``,
+``h2 - h1``, ``h3 - h2``. ``tail`` is 0 unless ``hit_granularity = g`` is set and ``k`` equals the
+position of the request's parent's partial tail and that tier holds it; then it is the tail's tokens
+rounded down to a multiple of ``g``. The parent's partial tail is, when replies are kept
+(``cache_replies``, or ``global_store_replies`` with a store), the last ``(L_p + n_out_p - 1) mod B``
+tokens of its prompt + reply (a fresh id, cached and/or stored at the parent's finish), otherwise its
+partial last prompt block. The router's view uses the hits at arrival; the request's
+real hits are looked up again at admission (blocks may have been evicted or added meanwhile).
+
+Replies (kept when ``cache_replies``, or ``global_store_replies`` with a store). A request's KV at
+finish covers ``X = L + n_out - 1`` tokens (the last token has none yet). Its reply chain is the full engine blocks at positions ``L // B .. X // B - 1`` and, with
+``hit_granularity``, the partial tail at ``X // B`` when it holds >= ``g`` tokens. The full blocks take
+the ids of the request's first child's prompt at those positions when that child extends the parent's
+prompt (equal chained ids over the parent's full trace blocks) and is >= ``L + n_out`` tokens long
+(append-only sessions: the follow-up re-sends the reply verbatim); otherwise, and for the tail, fresh
+ids no prompt uses (they occupy HBM like vLLM's cached reply blocks, but nothing hits them). With
+``cache_replies=False`` a reply's KV is private and freed at finish.
 
 Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arrival at an idle instance):
 
@@ -55,19 +68,44 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    With ``kv_load_overlap`` a request with a load in progress (``ready > t``) waits while the
    instance iterates on others; without it the iteration is delayed by ``max(ready) - t`` and the
    request runs now. A runnable admitted request takes its chunk (or joins the decode set) at once.
+   With an ``lmcache`` connector (and a global store) the global hit is a transfer instead (see
+   "KV connector") and a prefill or colocated instance's loads always block, as described there.
 5. Empty batch: the instance idles until its earliest load finishes (or the next arrival).
    Otherwise the iteration lasts ``wait + iteration_time(n_tokens, prefill_attn, decode_ctx, n_decode)``
    with ``n_tokens`` = chunk tokens + decodes, ``prefill_attn = sum c * (p + c / 2)`` (``p`` prompt
    tokens already in KV, summed in batch order) and ``decode_ctx = sum (L + generated)``.
+
+KV connector (``lmcache`` model; with the ``ideal`` connector or without a global store none of this
+applies). On a prefill or colocated instance: every admitted request adds ``lookup_s`` to the
+scheduler time ``S`` of the formation (``sched = t + S``); its DRAM-hit load is ready as above; its
+global hit of ``bytes`` starts transfer ``r`` in the pool at ``t``. The iteration's compute time ``dt``
+(the iteration time above, plus the GPU->host copy ``(chunk tokens [+ decodes with
+global_store_replies]) * kv_bytes / pcie_bw``; a decode-only run adds the decodes' copy to each
+iteration) is known at formation; the iteration ends, once every load it admitted is ready (``R`` =
+the latest ready time, ``t`` if none), at ``max(sched, R) + dt`` (blocking) or ``max(sched + dt, R)``
+(``layerwise``); until then it has no end time. Transfers: a load (id ``r``), a prompt write (id
+``n + r``, bytes of the prompt blocks new to the store, started where the prompt's write-through
+happens) and a reply write (id ``2n + r``). Each active transfer progresses at
+``min(cap, node_bw / transfers of its node, store_total / all transfers)`` (``cap`` = ``load_cap`` for
+loads, ``write_cap`` for writes; rates change when any transfer starts or ends). The earliest to
+complete ends (ties: lower id); a completed load then crosses the instance's PCIe link
+(``start = max(t, pcie_free)``, serialised with the DRAM loads, at ``pcie_bw``) and is ready
+``load_latency`` after that. Writes delay nobody; the written blocks are in the store from the start
+of their write.
 
 Iteration end at ``t'``: every decoding sequence has one more token; chunks are done (in batch
 order); a request whose prompt is complete gets its first token at ``t'``, its prompt blocks from
 ``k1`` on join the HBM cache (an already-cached id is shared and the reserved block freed), and the
 whole prompt is written through to the global store (tail first, evicting the store's LRU blocks).
 Then, in row order, the requests leaving the instance -- decodes that reached ``n_out``, prefill
-completions with ``n_out = 1``, and every prefill completion on a prefill instance -- unpin their
-prompt blocks (tail first; a block whose pin count reaches 0 becomes the most recently used) and
-free their reserved blocks; they finish at ``t'`` except disaggregated hand-offs. Colocated prefill
+completions with ``n_out = 1``, and every prefill completion on a prefill instance -- release their
+KV: a finished request (not a hand-off) with ``global_store_replies`` first writes its reply chain
+and then its prompt through to the store (tail first: reply tail ... reply head, prompt tail ...
+head); on a non-decode instance with ``cache_replies`` it pins its reply chain into HBM head first
+(an already-cached id is pinned; otherwise one of its reserved blocks becomes the entry, or a free
+block, or the LRU-evicted one; where none can be had the chain stops); then it unpins the reply chain
+and its prompt blocks, tail first (a block whose pin count reaches 0 becomes the most recently used),
+and frees its remaining reserved blocks; they finish at ``t'`` except disaggregated hand-offs. Colocated prefill
 completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'``. Finally the
 hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
 lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
@@ -149,19 +187,19 @@ N_RF = 8
 (II_ROLE, II_BUSY, II_WHEAD, II_WTAIL, II_NWAIT, II_PHEAD, II_PTAIL, II_NRUN, II_NLOAD, II_NDEC, II_SDEC,
  II_ITER, II_SEGK, II_NBATCH, II_INFLIGHT, II_NQUEUED, II_QTOK, II_CTX, II_PINNED, II_CACHED, II_PRIV,
  II_NFREE, II_DSIZE, II_DNFREE, II_HEAPN, II_SAMPLED, II_KVPEAK, II_STAT_PREFILL, II_STAT_DECODE,
- II_ROUTED, II_KV_VERSION, II_BLOCKED_BY, II_BLOCKED_AT) = range(33)
-N_II = 33
+ II_ROUTED, II_KV_VERSION, II_BLOCKED_BY, II_BLOCKED_AT, II_NPEND) = range(34)
+N_II = 34
 # ---- per-instance float columns (st.fi)
 (FI_FORM, FI_T0, FI_BASE, FI_STEP, FI_END, FI_WAKE, FI_MINREADY, FI_LDRAM, FI_LNET, FI_LPD, FI_QCOST,
- FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR) = range(16)
-N_FI = 16
+ FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR, FI_SCHED, FI_LREADY) = range(18)
+N_FI = 18
 # ---- slot columns of the HBM (st.hslot: block, pins, prev, next) and DRAM (st.dslot: block, prev, next)
 HS_BLOCK, HS_REF, HS_PREV, HS_NEXT = range(4)
 DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
-G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP = range(7)
-N_GI = 7
-GF_NOW, GF_WRITE, GF_SAMPLE_DT, GF_QUEUE = range(4)
+G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP, G_PHEAD, G_PTAIL, G_PCOUNT, G_PNEXT = range(11)
+N_GI = 11
+GF_NOW, GF_WRITE, GF_PLAST, GF_SAMPLE_DT, GF_QUEUE = range(5)
 N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[GF_QUEUE:]
 
 # Engine functions are compiled with ``_nrt=False``: the engine allocates nothing (all state is
@@ -174,23 +212,22 @@ EngineData = namedtuple("EngineData", [
     "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
     "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
     "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
+    "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
+    "store_replies", "conn", "layerwise", "lookup_s", "load_lat", "load_cap", "write_cap", "pcie_bw",
+    "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
-    "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark"])
+    "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
+    "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt"])
 
 
 # ====================================================================== small helpers
 @njit(cache=True, _nrt=False)
 def _n_blocks(tokens, block):
     return (tokens + block - 1) // block
-
-
-@njit(cache=True, _nrt=False)
-def _cap_tokens(k, block, prompt):
-    return min(k * block, prompt - 1)
 
 
 # ---- tournament tree over instances: the earliest next event, ties to the lower index
@@ -431,6 +468,35 @@ def _hits(d, st, i, blocks, k_global):
 
 
 @njit(cache=True, _nrt=False)
+def _hit_tokens(d, st, i, r, blocks, k_global):
+    """(k1, k2, k3, h1, h2, h3): the leading blocks of :func:`_hits` and the token hits per tier, each
+    counting the parent's partial tail when the hit reaches its position and the tier holds it."""
+    k1, k2, k3 = _hits(d, st, i, blocks, k_global)
+    L = d.input_len[r]
+    h1 = k1 * d.B
+    h2 = k2 * d.B
+    h3 = k3 * d.B
+    tp = d.tail_pos[r]
+    if tp >= 0 and (k1 == tp or k2 == tp or k3 == tp):
+        b = d.tail_id[r]
+        tier = 3  # 0: HBM, 1: DRAM, 2: global store, 3: absent
+        if _hbm_slot(d, st, i, b) >= 0:
+            tier = 0
+        elif _dram_slot(d, st, i, b) >= 0:
+            tier = 1
+        elif d.GCAP > 0 and st.g_in[b] != 0:
+            tier = 2
+        tok = d.tail_tok[r]
+        if k1 == tp and tier <= 0:
+            h1 += tok
+        if k2 == tp and tier <= 1:
+            h2 += tok
+        if k3 == tp and tier <= 2:
+            h3 += tok
+    return k1, k2, k3, min(h1, L - 1), min(h2, L - 1), min(h3, L - 1)
+
+
+@njit(cache=True, _nrt=False)
 def _dram_touch(d, st, i, block):
     s = _dram_slot(d, st, i, block)
     if s >= 0:
@@ -512,27 +578,132 @@ def _hbm_evict_lru(d, st, i):
 
 
 @njit(cache=True, _nrt=False)
-def _global_write_through(d, st, r):
-    """Touch (or insert) the prompt's blocks in the global store, tail first; evict its LRU blocks."""
+def _global_put(d, st, b, tokens):
+    """Touch (or insert) block ``b`` in the global store, evicting its LRU blocks; bytes newly written."""
+    if st.g_in[b] != 0:
+        lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+        lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+        return 0.0
+    st.g_in[b] = 1
+    lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+    st.gi[G_SIZE] += 1
+    while st.gi[G_SIZE] > d.GCAP:
+        old = st.gi[G_HEAD]
+        lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], old)
+        st.g_in[old] = 0
+        st.gi[G_SIZE] -= 1
+    return tokens * d.kvb
+
+
+@njit(cache=True, _nrt=False)
+def _global_write_through(d, st, i, r, t, reply):
+    """Write the prompt (and with ``reply`` its reply chain first) to the global store, tail first.
+
+    New bytes count as written; with a connector they also start a write transfer from ``i``'s node."""
     if d.GCAP == 0:
         return
+    written = 0.0
+    if reply:
+        for k in range(d.reply_offsets[r + 1] - 1, d.reply_offsets[r] - 1, -1):
+            written += _global_put(d, st, d.reply_ids[k], d.reply_tokens[k])
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     L = d.input_len[r]
     for j in range(blocks.shape[0] - 1, -1, -1):
-        b = blocks[j]
-        if st.g_in[b] != 0:
-            lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
-            lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
-            continue
-        st.g_in[b] = 1
-        lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
-        st.gi[G_SIZE] += 1
-        st.gf[GF_WRITE] += min(d.B, L - j * d.B) * d.kvb
-        while st.gi[G_SIZE] > d.GCAP:
-            old = st.gi[G_HEAD]
-            lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], old)
-            st.g_in[old] = 0
-            st.gi[G_SIZE] -= 1
+        written += _global_put(d, st, blocks[j], min(d.B, L - j * d.B))
+    st.gf[GF_WRITE] += written
+    if d.conn and written > 0.0:
+        _pool_start(d, st, t, (2 if reply else 1) * d.n + r, d.node_of[i], written)
+
+
+# ---- the connector's transfer pool: equal shares of each node's NIC and of the store's aggregate bandwidth
+@njit(cache=True, _nrt=False)
+def _pool_advance(st, t):
+    dt = t - st.gf[GF_PLAST]
+    if dt > 0.0:
+        x = st.gi[G_PHEAD]
+        while x >= 0:
+            st.tr_rem[x] -= st.tr_rate[x] * dt
+            x = st.tr_next[x]
+    st.gf[GF_PLAST] = t
+
+
+@njit(cache=True, _nrt=False)
+def _pool_rates(d, st, t):
+    """Rates of the active transfers at ``t``; publish the earliest completion (ties: lower id)."""
+    best = -1
+    best_t = INF
+    n_all = float(st.gi[G_PCOUNT])
+    x = st.gi[G_PHEAD]
+    while x >= 0:
+        node = st.tr_node[x]
+        cap = d.load_cap if x < d.n else d.write_cap
+        rate = min(cap, min(d.node_bw[node] / float(st.node_cnt[node]), d.store_total / n_all))
+        st.tr_rate[x] = rate
+        tx = t + max(st.tr_rem[x], 0.0) / rate
+        if tx < best_t or (tx == best_t and x < best):
+            best_t = tx
+            best = x
+        x = st.tr_next[x]
+    st.gi[G_PNEXT] = best
+    _tree_set(st, d.n_inst, best_t)
+
+
+@njit(cache=True, _nrt=False)
+def _pool_start(d, st, t, x, node, nbytes):
+    """Transfer ``x`` (a load: row; a prompt write: n + row; a reply write: 2n + row) starts at ``t``."""
+    _pool_advance(st, t)
+    st.tr_rem[x] = nbytes
+    st.tr_node[x] = node
+    tail = st.gi[G_PTAIL]
+    st.tr_prev[x] = tail
+    st.tr_next[x] = -1
+    if tail >= 0:
+        st.tr_next[tail] = x
+    else:
+        st.gi[G_PHEAD] = x
+    st.gi[G_PTAIL] = x
+    st.gi[G_PCOUNT] += 1
+    st.node_cnt[node] += 1
+    _pool_rates(d, st, t)
+
+
+@njit(cache=True, _nrt=False)
+def _stall_end(d, st, i):
+    """End of a connector iteration once its loads are known: blocking (start after the scheduler's lookups
+    and every load) or layer-wise (compute runs alongside the loads)."""
+    if d.layerwise:
+        return max(st.fi[i, FI_SCHED] + st.fi[i, FI_BASE], st.fi[i, FI_LREADY])
+    return max(st.fi[i, FI_SCHED], st.fi[i, FI_LREADY]) + st.fi[i, FI_BASE]
+
+
+@njit(cache=True, _nrt=False)
+def _pool_event(d, st, t):
+    """The earliest transfer completes at ``t``; a finished load crosses PCIe and may end a stall."""
+    x = st.gi[G_PNEXT]
+    _pool_advance(st, t)
+    p = st.tr_prev[x]
+    q = st.tr_next[x]
+    if p >= 0:
+        st.tr_next[p] = q
+    else:
+        st.gi[G_PHEAD] = q
+    if q >= 0:
+        st.tr_prev[q] = p
+    else:
+        st.gi[G_PTAIL] = p
+    st.gi[G_PCOUNT] -= 1
+    st.node_cnt[st.tr_node[x]] -= 1
+    _pool_rates(d, st, t)
+    if x >= d.n:
+        return
+    i = st.ri[x, RI_INST]
+    start = max(t, st.fi[i, FI_LDRAM])
+    st.fi[i, FI_LDRAM] = start + st.tr_bytes[x] / d.pcie_bw
+    st.fi[i, FI_LREADY] = max(st.fi[i, FI_LREADY], st.fi[i, FI_LDRAM] + d.load_lat)
+    st.ii[i, II_NPEND] -= 1
+    if st.ii[i, II_NPEND] == 0:
+        st.fi[i, FI_END] = _stall_end(d, st, i)
+        _schedule(st, i)
 
 
 # ====================================================================== request bookkeeping
@@ -597,9 +768,40 @@ def _join_decode(d, st, i, r):
 
 
 @njit(cache=True, _nrt=False)
-def _release(d, st, i, r, generated):
-    """``r`` leaves instance ``i``: unpin its prompt blocks tail first, free its reserved blocks."""
+def _cache_reply(d, st, i, r):
+    """Pin ``r``'s reply chain into ``i``'s HBM cache head first (its reserved blocks first, then free or
+    evicted ones); stop where nothing can be freed. Returns the entries pinned."""
+    m = 0
+    for k in range(d.reply_offsets[r], d.reply_offsets[r + 1]):
+        b = d.reply_ids[k]
+        slot = _hbm_slot(d, st, i, b)
+        if slot >= 0:
+            _hbm_pin(d, st, i, slot)
+        else:
+            if st.ri[r, RI_PRIV] > 0:
+                st.ri[r, RI_PRIV] -= 1
+                st.ii[i, II_PRIV] -= 1
+            elif st.ii[i, II_CACHED] + st.ii[i, II_PRIV] >= d.C:
+                if st.hends[i, 0] < 0:
+                    break
+                _hbm_evict_lru(d, st, i)
+            _hbm_insert_pinned(d, st, i, b)
+        m += 1
+    return m
+
+
+@njit(cache=True, _nrt=False)
+def _release(d, st, i, r, generated, t):
+    """``r`` leaves instance ``i``: a finished request caches (and stores) its reply; unpin the reply and
+    the prompt blocks tail first, free its reserved blocks."""
+    finished = generated == d.n_out[r]
+    if finished and d.store_replies:
+        _global_write_through(d, st, i, r, t, True)
     if st.ii[i, II_ROLE] != DECODE_ROLE:
+        if finished and d.cache_replies:
+            m = _cache_reply(d, st, i, r)
+            for k in range(d.reply_offsets[r] + m - 1, d.reply_offsets[r] - 1, -1):
+                _hbm_unpin(d, st, i, d.reply_ids[k])
         blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
         for j in range(blocks.shape[0] - 1, -1, -1):
             _hbm_unpin(d, st, i, blocks[j])
@@ -613,7 +815,7 @@ def _release(d, st, i, r, generated):
 
 
 @njit(cache=True, _nrt=False)
-def _cache_prompt(d, st, i, r):
+def _cache_prompt(d, st, i, r, t):
     """Prefill done: blocks from k1 on join the HBM cache (pinned); write-through to the store."""
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     for j in range(st.ri[r, RI_K1], blocks.shape[0]):
@@ -625,7 +827,7 @@ def _cache_prompt(d, st, i, r):
         st.ii[i, II_PRIV] -= 1
         st.ri[r, RI_PRIV] -= 1
     st.ii[i, II_KV_VERSION] += 1
-    _global_write_through(d, st, r)
+    _global_write_through(d, st, i, r, t, False)
 
 
 @njit(cache=True, _nrt=False)
@@ -655,7 +857,7 @@ def _admit(d, st, i, r, t):
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     nb = blocks.shape[0]
     total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.B)
-    k1, k2, k3 = _hits(d, st, i, blocks, _global_prefix(d, st, blocks))
+    k1, k2, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     hs = st.hslot[i]
     newly = 0
     for j in range(k1):
@@ -678,9 +880,6 @@ def _admit(d, st, i, r, t):
     st.ri[r, RI_K1] = k1
     st.ii[i, II_KV_VERSION] += 1
     st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
-    h1 = _cap_tokens(k1, d.B, L)
-    h2 = _cap_tokens(k2, d.B, L)
-    h3 = _cap_tokens(k3, d.B, L)
     st.ri[r, RI_HHBM] = h1
     st.ri[r, RI_HDRAM] = h2 - h1
     st.ri[r, RI_HGLOB] = h3 - h2
@@ -695,9 +894,14 @@ def _admit(d, st, i, r, t):
         ready = max(ready, st.fi[i, FI_LDRAM])
         st.fi[i, FI_DRAMR] += (h2 - h1) * d.kvb
     if h3 - h2 > 0:
-        start = max(t, st.fi[i, FI_LNET])
-        st.fi[i, FI_LNET] = start + (h3 - h2) * d.kvb / d.global_bw
-        ready = max(ready, st.fi[i, FI_LNET] + d.global_lat)
+        if d.conn:  # a transfer in the node's pool; the batch waits for it (st.ii[i, II_NPEND])
+            st.tr_bytes[r] = (h3 - h2) * d.kvb
+            _pool_start(d, st, t, r, d.node_of[i], st.tr_bytes[r])
+            st.ii[i, II_NPEND] += 1
+        else:
+            start = max(t, st.fi[i, FI_LNET])
+            st.fi[i, FI_LNET] = start + (h3 - h2) * d.kvb / d.global_bw
+            ready = max(ready, st.fi[i, FI_LNET] + d.global_lat)
         st.fi[i, FI_GLOBR] += (h3 - h2) * d.kvb
     return True, ready
 
@@ -776,6 +980,10 @@ def _form_batch(d, st, i, t):
             budget = _add_chunk(st, i, r, budget)
         r = st.ri[r, RI_NXT]
     wait = 0.0
+    conn = d.conn and st.ii[i, II_ROLE] != DECODE_ROLE  # an lmcache connector serves this instance
+    sched = 0.0
+    if conn:
+        st.fi[i, FI_LREADY] = t
     fcfs = st.gf[GF_QUEUE + Q_KIND] == FCFS
     free = 1.0
     step = 0
@@ -799,14 +1007,17 @@ def _form_batch(d, st, i, t):
         _list_remove(st, i, II_WHEAD, II_WTAIL, r)
         st.ii[i, II_NWAIT] -= 1
         st.ii[i, II_NRUN] += 1
-        if ready > t and d.overlap:
+        if conn:
+            sched += d.lookup_s
+            st.fi[i, FI_LREADY] = max(st.fi[i, FI_LREADY], ready)
+        elif ready > t and d.overlap:
             st.ri[r, RI_STATE] = LOADING
             st.rf[r, RF_READY] = ready
             _list_append(st, i, II_PHEAD, II_PTAIL, r)
             st.ii[i, II_NLOAD] += 1
             st.fi[i, FI_MINREADY] = min(st.fi[i, FI_MINREADY], ready)
             continue
-        if ready > t:
+        if ready > t and not conn:
             wait = max(wait, ready - t)
         if st.ri[r, RI_REM] > 0:
             st.ri[r, RI_STATE] = PREFILL
@@ -824,6 +1035,8 @@ def _form_batch(d, st, i, t):
         return
     sdec = float(st.ii[i, II_SDEC])
     fdec = float(n_dec)
+    # with a connector, the iteration also copies what the store will receive to the host (GPU->host)
+    saved = n_dec if (conn and d.store_replies) else 0
     if nb > 0 or wait > 0.0:
         pattn = 0.0
         ntok = n_dec
@@ -832,12 +1045,16 @@ def _form_batch(d, st, i, t):
             pattn += prefill_attn_work(float(c), float(st.ri[st.batch_r[i, k], RI_INKV]))
             ntok += c
         st.fi[i, FI_BASE] = iteration_time_nb(d.coef, float(ntok), pattn, sdec, fdec)
+        if conn:
+            st.fi[i, FI_BASE] += (ntok - n_dec + saved) * d.kvb / d.pcie_bw
         st.fi[i, FI_STEP] = 0.0
         k_run = 1
     else:
         base = iteration_time_nb(d.coef, fdec, 0.0, sdec, fdec)
-        st.fi[i, FI_BASE] = base
         st.fi[i, FI_STEP] = iteration_time_nb(d.coef, fdec, 0.0, sdec + fdec, fdec) - base
+        if saved > 0:
+            base += saved * d.kvb / d.pcie_bw
+        st.fi[i, FI_BASE] = base
         k_run = st.dheap[i, 0] // d.n - st.ii[i, II_ITER]
     st.fi[i, FI_FORM] = t
     st.fi[i, FI_T0] = t + wait
@@ -846,6 +1063,9 @@ def _form_batch(d, st, i, t):
     st.ii[i, II_SEGK] = k_run
     st.ii[i, II_BUSY] = 1
     st.fi[i, FI_END] = _boundary(st, i, k_run)
+    if conn and nb > 0:  # the connector's iteration: lookups, then (or alongside) the loads
+        st.fi[i, FI_SCHED] = t + sched
+        st.fi[i, FI_END] = INF if st.ii[i, II_NPEND] > 0 else _stall_end(d, st, i)
     st.fi[i, FI_WAKE] = INF
     _schedule(st, i)
 
@@ -895,7 +1115,7 @@ def _end_run(d, st, i, t):
         if st.ri[r, RI_REM] == 0:
             st.rf[r, RF_FIRST] = t
             st.ii[i, II_CTX] += 1
-            _cache_prompt(d, st, i, r)
+            _cache_prompt(d, st, i, r, t)
             _list_remove(st, i, II_PHEAD, II_PTAIL, r)
             if role == PREFILL_ROLE or d.n_out[r] == 1:
                 leave[n_leave] = r
@@ -916,7 +1136,7 @@ def _end_run(d, st, i, t):
     for k in range(n_leave):
         r = leave[k]
         generated = 1 if st.ri[r, RI_STATE] != DECODE else d.n_out[r]
-        _release(d, st, i, r, generated)
+        _release(d, st, i, r, generated, t)
         if role == PREFILL_ROLE and d.n_out[r] > 1:
             st.handoff[n_hand] = r
             n_hand += 1
@@ -968,10 +1188,7 @@ def _build_view(d, st, r, t):
     cost_hit = -1  # instances mostly share one hit length: reuse the request's cost estimate
     cost = 0.0
     for i in range(d.n_routable):
-        k1, k2, k3 = _hits(d, st, i, blocks, kg)
-        h1 = _cap_tokens(k1, d.B, L)
-        h2 = _cap_tokens(k2, d.B, L)
-        h3 = _cap_tokens(k3, d.B, L)
+        _, _, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
         ctx = st.ii[i, II_CTX]
         if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
             ctx += st.ii[i, II_NDEC] * _iters_done(st, i, t, st.ii[i, II_SEGK])
@@ -1049,6 +1266,9 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
+            if i == d.n_inst:
+                _pool_event(d, st, ti)
+                continue
             _sample_until(d, st, i, ti)
             if st.ii[i, II_BUSY] == 1:
                 _end_run(d, st, i, ti)
@@ -1089,6 +1309,12 @@ def _make_data(inp: EngineInput) -> EngineData:
         B=int(inp.block_size), C=int(inp.hbm_blocks), D=int(d_cap), GCAP=int(gcap),
         kvb=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
         global_lat=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
+        reply_offsets=inp.reply_offsets, reply_ids=inp.reply_ids, reply_tokens=inp.reply_tokens,
+        tail_pos=inp.tail_pos, tail_id=inp.tail_id, tail_tok=inp.tail_tok, cache_replies=bool(inp.cache_replies),
+        store_replies=bool(inp.store_replies), conn=bool(inp.conn), layerwise=bool(inp.layerwise),
+        lookup_s=float(inp.lookup_s), load_lat=float(inp.load_latency), load_cap=float(inp.load_cap),
+        write_cap=float(inp.write_cap), pcie_bw=float(inp.pcie_bw), store_total=float(inp.store_total),
+        node_of=inp.node_of, node_bw=inp.node_bw,
         sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
         hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
         dmask=int(dsize_shift[2]))
@@ -1122,13 +1348,15 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     u = max(inp.n_unique, 1) if inp.global_blocks else 1
     gi = np.zeros(N_GI, dtype=np.int64)
     gi[G_HEAD] = gi[G_TAIL] = -1
+    gi[G_PHEAD] = gi[G_PTAIL] = gi[G_PNEXT] = -1
+    n_tr = 3 * n if inp.conn else 1  # transfer ids: loads 0..n-1, prompt writes n.., reply writes 2n..
     roots = np.arange(n) if not inp.closed else np.flatnonzero(inp.parent < 0)
     ah_t = np.zeros(n)
     ah_r = np.zeros(n, dtype=np.int64)
     ah_t[:len(roots)] = inp.arrival[roots]  # sorted by (time, row): already a valid heap
     ah_r[:len(roots)] = roots
     gi[G_AHN] = len(roots)
-    size = 1 << max(1, (m - 1).bit_length())
+    size = 1 << max(1, m.bit_length())  # leaves 0..m-1: instances, leaf m: the connector's transfer pool
     tt_t = np.full(2 * size, np.inf)
     tt_i = np.zeros(2 * size, dtype=np.int64)
     tt_i[size:] = np.arange(size)
@@ -1150,7 +1378,10 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         handoff=np.zeros(inp.max_num_seqs + 1, dtype=np.int64), mark=np.zeros(m, dtype=np.int8),
         ts=np.zeros((m, inp.n_samples, N_TS), dtype=np.int64), pstate=inp.state.copy(),
         vbuf=np.zeros((inp.n_routable, pb.N_VIEW)), reqv=np.zeros(pb.N_REQ),
-        qmark=np.full((n, 2), -1, dtype=np.int64))
+        qmark=np.full((n, 2), -1, dtype=np.int64), tr_rem=np.zeros(n_tr), tr_rate=np.zeros(n_tr),
+        tr_bytes=np.zeros(n if inp.conn else 1), tr_node=np.zeros(n_tr, dtype=np.int64),
+        tr_prev=np.full(n_tr, -1, dtype=np.int64), tr_next=np.full(n_tr, -1, dtype=np.int64),
+        node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..policies import base as pbase
 from ..policies import registry
@@ -42,7 +43,16 @@ class EngineInput:
     block_ids: np.ndarray      # int64 dense ids 0..n_unique-1
     child_offsets: np.ndarray  # int64 CSR of each row's children (closed replay)
     children: np.ndarray       # int64
-    n_unique: int
+    n_unique: int              # dense ids: the prompts' blocks, then the replies' fresh ids
+    # reply KV (cache_replies / global_store_replies) and partial-block hits (hit_granularity)
+    reply_offsets: np.ndarray  # int64 CSR of each row's reply chain (full blocks, then maybe a partial tail)
+    reply_ids: np.ndarray      # int64 dense ids
+    reply_tokens: np.ndarray   # int64 tokens of each reply entry (B, or the tail's tokens)
+    tail_pos: np.ndarray       # int64 per row: engine-block position of its parent's partial tail (-1: none)
+    tail_id: np.ndarray        # int64 per row: dense id of that tail
+    tail_tok: np.ndarray       # int64 per row: tokens it adds to a hit that reaches tail_pos blocks
+    cache_replies: bool
+    store_replies: bool
     # cluster
     block_size: int
     n_instances: int
@@ -60,6 +70,17 @@ class EngineInput:
     global_bw: float           # bytes/s per instance link
     global_latency: float      # s
     pd_bw: float               # bytes/s (inf = instantaneous)
+    # KV connector (lmcache model; unused when conn is False)
+    conn: bool                 # an lmcache connector to a global store
+    layerwise: bool
+    lookup_s: float            # s per admitted request
+    load_latency: float        # s per store read
+    load_cap: float            # bytes/s per read transfer
+    write_cap: float           # bytes/s per write transfer
+    pcie_bw: float             # bytes/s host<->GPU per instance
+    store_total: float         # bytes/s shared by all transfers
+    node_of: np.ndarray        # int64 [n_instances]: node index
+    node_bw: np.ndarray        # float64 [n_nodes]: NIC pool bytes/s
     coef: np.ndarray
     l_eq: float
     # policy
@@ -92,6 +113,59 @@ def _children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return offsets, kids
 
 
+@njit(cache=True)
+def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fine_ids, B, f, g, replies, fresh):
+    """Reply chains and partial tails of every row (see :func:`prepare`); ``fresh`` = first unused dense id."""
+    n = input_len.shape[0]
+    reply_off = np.zeros(n + 1, dtype=np.int64)
+    tail_pos = np.full(n, -1, dtype=np.int64)
+    tail_id = np.zeros(n, dtype=np.int64)
+    tail_tok = np.zeros(n, dtype=np.int64)
+    for r in range(n):  # count
+        L = input_len[r]
+        X = L + n_out[r] - 1
+        k = 0
+        if replies:
+            k = X // B - L // B
+            if g > 0 and X - (X // B) * B >= g:
+                k += 1
+        reply_off[r + 1] = reply_off[r] + k
+    reply_ids = np.zeros(reply_off[n], dtype=np.int64)
+    reply_tok = np.zeros(reply_off[n], dtype=np.int64)
+    for r in range(n):
+        L = input_len[r]
+        X = L + n_out[r] - 1
+        c = first_child[r]
+        valid = False
+        if c >= 0 and input_len[c] > L:
+            nf = L // f
+            valid = nf == 0 or fine_ids[fine_offsets[r] + nf - 1] == fine_ids[fine_offsets[c] + nf - 1]
+        k = reply_off[r]
+        if replies:
+            contains = valid and input_len[c] >= L + n_out[r]
+            for j in range(L // B, X // B):
+                if contains:
+                    reply_ids[k] = ids[offsets[c] + j]
+                else:
+                    reply_ids[k] = fresh
+                    fresh += 1
+                reply_tok[k] = B
+                k += 1
+            if k < reply_off[r + 1]:  # the partial tail
+                reply_ids[k] = fresh
+                fresh += 1
+                reply_tok[k] = X - (X // B) * B
+                if contains:
+                    tail_pos[c] = X // B
+                    tail_id[c] = reply_ids[k]
+                    tail_tok[c] = (reply_tok[k] // g) * g
+        elif g > 0 and valid and L % B >= g:  # the parent's own partial last prompt block
+            tail_pos[c] = L // B
+            tail_id[c] = ids[offsets[r] + L // B]
+            tail_tok[c] = ((L % B) // g) * g
+    return reply_off, reply_ids, reply_tok, tail_pos, tail_id, tail_tok, fresh
+
+
 def _blocks_of(gb: float, block_bytes: float) -> int:
     if math.isinf(gb):
         return UNLIMITED
@@ -116,12 +190,22 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     hw = hardware if hardware is not None else cluster.hardware_spec()
     spec = registry.get(policy)
 
-    wl = workload.scale_load(load) if load != 1.0 else workload
-    bs = cluster.engine_block_size(wl.block_size)
-    wl = wl.coarsen(bs)
+    fine = workload.scale_load(load) if load != 1.0 else workload
+    bs = cluster.engine_block_size(fine.block_size)
+    wl = fine.coarsen(bs)
     uniq, dense = np.unique(wl.block_ids, return_inverse=True)
+    dense = dense.astype(np.int64).ravel()
     _, session = np.unique(wl.session, return_inverse=True)
     child_off, children = _children_csr(wl.parent)
+    n_out = np.maximum(wl.output_len, 1).astype(np.int64)
+    first_child = np.full(len(wl), -1, dtype=np.int64)
+    has_child = child_off[1:] > child_off[:-1]
+    first_child[has_child] = children[child_off[:-1][has_child]]
+    reply_off, reply_ids, reply_tok, tail_pos, tail_id, tail_tok, n_unique = _reply_chains(
+        np.asarray(wl.input_len), n_out, first_child, np.asarray(wl.block_offsets), dense,
+        np.asarray(fine.block_offsets), np.asarray(fine.block_ids), bs, fine.block_size,
+        int(cluster.hit_granularity or 0),
+        cluster.cache_replies or (cluster.global_store_replies and cluster.global_store is not None), len(uniq))
 
     block_bytes = bs * hw.kv_bytes_per_token
     hbm_blocks = int(hw.kv_capacity_tokens // bs)
@@ -136,7 +220,11 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         prefill_rate=hw.prefill_rate, ttft_base=cluster.slo.ttft_base, ttft_per_1k=cluster.slo.ttft_per_1k)
     pvec, pstate = spec.build(ctx, params)
     rand = np.random.default_rng(seed).random((len(wl), pbase.N_RAND))
-    n_out = np.maximum(wl.output_len, 1).astype(np.int64)
+    kvc = cluster.kv_connector
+    conn = store is not None and not kvc.ideal
+    per_node = max(1, kvc.gpus_per_node // cluster.tp)
+    node_of = np.arange(cluster.n_instances, dtype=np.int64) // per_node
+    node_bw = np.full(int(node_of[-1]) + 1, kvc.nic_gbs_per_gpu * max(kvc.gpus_per_node, cluster.tp) * GB)
 
     span = float(wl.arrival[-1] - wl.arrival[0])
     sample_dt = max(1e-3, 1.25 * span / n_samples)
@@ -146,8 +234,11 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         n_out=n_out, gap=np.array(wl.gap),
         parent=np.array(wl.parent), turn=np.array(wl.turn), session=session.astype(np.int64),
         history=wl.history_tokens(), priority=np.array(wl.priority),
-        block_offsets=np.array(wl.block_offsets), block_ids=dense.astype(np.int64).ravel(),
-        child_offsets=child_off, children=children, n_unique=len(uniq),
+        block_offsets=np.array(wl.block_offsets), block_ids=dense,
+        child_offsets=child_off, children=children, n_unique=int(n_unique),
+        reply_offsets=reply_off, reply_ids=reply_ids, reply_tokens=reply_tok, tail_pos=tail_pos,
+        tail_id=tail_id, tail_tok=tail_tok, cache_replies=cluster.cache_replies,
+        store_replies=cluster.global_store_replies and store is not None,
         block_size=bs, n_instances=cluster.n_instances, n_routable=cluster.n_routable,
         disaggregated=cluster.disaggregated, closed=cluster.replay == "closed",
         overlap=cluster.kv_load_overlap, max_num_seqs=cluster.max_num_seqs,
@@ -157,7 +248,10 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         dram_bw=cluster.dram_bandwidth_gbs * GB,
         global_bw=(store.bandwidth_gbs * GB) if store is not None else 1.0,
         global_latency=store.latency_s if store is not None else 0.0,
-        pd_bw=cluster.pd_bandwidth_gbs * GB, coef=hw.coef_array, l_eq=float(hw.l_eq),
+        pd_bw=cluster.pd_bandwidth_gbs * GB, conn=conn, layerwise=kvc.layerwise, lookup_s=float(kvc.lookup_s),
+        load_latency=float(kvc.load_latency_s), load_cap=kvc.load_gbs * GB, write_cap=kvc.store_gbs * GB,
+        pcie_bw=kvc.pcie_gbs * cluster.tp * GB, store_total=kvc.store_total_gbs * GB, node_of=node_of,
+        node_bw=node_bw, coef=hw.coef_array, l_eq=float(hw.l_eq),
         pid=spec.pid, params=pvec, state=pstate, rand=rand, queue=cluster.queue.vector(),
         decode_est=decode_estimates(hw.coef_array, wl.input_len, n_out),
         sample_dt=sample_dt, n_samples=int(n_samples),

@@ -48,6 +48,9 @@ class _Req:
         self.k1 = 0             # HBM-hit blocks pinned at admission
         self.private = 0        # reserved HBM blocks not in the cache
         self.ready = 0.0        # end of its KV load
+        self.reply = [int(b) for b in inp.reply_ids[inp.reply_offsets[row]:inp.reply_offsets[row + 1]]]
+        self.reply_tok = [int(x) for x in inp.reply_tokens[inp.reply_offsets[row]:inp.reply_offsets[row + 1]]]
+        self.tail = (int(inp.tail_pos[row]), int(inp.tail_id[row]), int(inp.tail_tok[row]))
         self.contrib = (0, 0.0, 0.0)  # its share of the queued-prefill aggregates
 
 
@@ -70,6 +73,8 @@ class _Inst:
         self.batch: list[tuple[int, int]] = []
         self.decoding: list[int] = []
         self.link_dram = self.link_net = self.link_pd = 0.0
+        self.pending = 0                 # connector loads the current iteration waits for
+        self.sched = self.lready = self.dt = 0.0  # its compute start, latest load end, compute time
         self.inflight = 0
         self.n_queued = 0
         self.q_tok, self.q_cost, self.q_attn = 0, 0.0, 0.0
@@ -99,6 +104,9 @@ class _Reference:
         self.inst = [_Inst(i, role) for i, role in enumerate(roles)]
         self.glob: OrderedDict = OrderedDict()
         self.global_write = 0.0
+        self.transfers: dict[int, list] = {}  # id -> [bytes left, rate, node, load bytes]
+        self.pool_time = 0.0
+        self.pool_next = (INF, -1)
         self.state = inp.state.copy()
         self.now = -INF
         self.heap: list[tuple[float, int]] = []
@@ -120,15 +128,15 @@ class _Reference:
             k += 1
         return k
 
-    def _hits(self, inst: _Inst, q: _Req) -> tuple[int, int, int]:
-        """Leading prompt blocks in HBM; in HBM or DRAM; in HBM, DRAM or the global store."""
-        k1 = self._prefix(q.blocks, lambda b: b in inst.ref)
-        k2 = self._prefix(q.blocks, lambda b: b in inst.ref or b in inst.dram)
-        k3 = self._prefix(q.blocks, lambda b: b in inst.ref or b in inst.dram or b in self.glob)
-        return k1, k2, k3
-
-    def _tokens(self, q: _Req, k: int) -> int:
-        return min(k * self.B, q.L - 1)
+    def _hits(self, inst: _Inst, q: _Req) -> tuple[int, int, int, int, int, int]:
+        """Leading prompt blocks in HBM; in HBM or DRAM; in HBM, DRAM or the global store -- and the token
+        hits of each, with the parent's partial tail where the hit reaches its position and the tier has it."""
+        tiers = (lambda b: b in inst.ref, lambda b: b in inst.ref or b in inst.dram,
+                 lambda b: b in inst.ref or b in inst.dram or b in self.glob)
+        ks = [self._prefix(q.blocks, present) for present in tiers]
+        pos, tail, tok = q.tail
+        hs = [min(k * self.B + (tok if k == pos and present(tail) else 0), q.L - 1) for k, present in zip(ks, tiers)]
+        return (*ks, *hs)
 
     def _spill(self, inst: _Inst, block: int) -> None:
         if self.inp.dram_blocks == 0:
@@ -140,7 +148,7 @@ class _Reference:
             while len(inst.dram) > self.inp.dram_blocks:
                 inst.dram.popitem(last=False)
 
-    def _cache_prompt(self, inst: _Inst, q: _Req) -> None:
+    def _cache_prompt(self, inst: _Inst, q: _Req, t: float) -> None:
         """Prefill done: its computed/loaded blocks join the HBM cache; the prompt is written through."""
         for b in q.blocks[q.k1:]:
             if b in inst.ref:
@@ -151,17 +159,71 @@ class _Reference:
                 inst.ref[b] = 1
             inst.private -= 1
             q.private -= 1
+        self._write_through(inst, q, t, reply=False)
+
+    def _write_through(self, inst: _Inst, q: _Req, t: float, reply: bool) -> None:
+        """The prompt (after the reply chain, with ``reply``) goes to the global store, tail first."""
         if self.inp.global_blocks == 0:
             return
-        for j in range(len(q.blocks) - 1, -1, -1):
-            b = q.blocks[j]
+        chain = list(zip(q.blocks, [min(self.B, q.L - j * self.B) for j in range(len(q.blocks))]))
+        if reply:
+            chain += list(zip(q.reply, q.reply_tok))
+        written = 0.0
+        for b, tokens in reversed(chain):
             if b in self.glob:
                 self.glob.move_to_end(b)
             else:
                 self.glob[b] = None
-                self.global_write += min(self.B, q.L - j * self.B) * self.kvb
+                written += tokens * self.kvb
                 while len(self.glob) > self.inp.global_blocks:
                     self.glob.popitem(last=False)
+        self.global_write += written
+        if self.inp.conn and written > 0:
+            self._transfer_start((2 if reply else 1) * self.inp.n + q.row, inst, written, t)
+
+    # ------------------------------------------------------------------ connector transfers
+    def _pool_update(self, t: float) -> None:
+        """Advance every transfer to ``t``, then give each its equal share and find the next completion."""
+        inp = self.inp
+        if t - self.pool_time > 0:
+            for tr in self.transfers.values():
+                tr[0] -= tr[1] * (t - self.pool_time)
+        self.pool_time = t
+        per_node: dict[int, int] = {}
+        for tr in self.transfers.values():
+            per_node[tr[2]] = per_node.get(tr[2], 0) + 1
+        self.pool_next = (INF, -1)
+        for x, tr in self.transfers.items():
+            cap = inp.load_cap if x < inp.n else inp.write_cap
+            tr[1] = min(cap, min(inp.node_bw[tr[2]] / float(per_node[tr[2]]),
+                                 inp.store_total / float(len(self.transfers))))
+            self.pool_next = min(self.pool_next, (t + max(tr[0], 0.0) / tr[1], x))
+
+    def _transfer_start(self, x: int, inst: _Inst, nbytes: float, t: float) -> None:
+        self._pool_update(t)
+        self.transfers[x] = [nbytes, 0.0, int(self.inp.node_of[inst.idx]), nbytes]
+        self._pool_update(t)
+
+    def _transfer_done(self, t: float) -> None:
+        """The earliest transfer ends; a load then crosses the instance's PCIe link."""
+        inp = self.inp
+        x = self.pool_next[1]
+        self._pool_update(t)
+        nbytes = self.transfers.pop(x)[3]
+        self._pool_update(t)
+        if x >= inp.n:
+            return
+        inst = self.inst[int(self.out["instance"][x])]
+        inst.link_dram = max(t, inst.link_dram) + nbytes / inp.pcie_bw
+        inst.lready = max(inst.lready, inst.link_dram + inp.load_latency)
+        inst.pending -= 1
+        if inst.pending == 0:
+            inst.end = self._connector_end(inst)
+
+    def _connector_end(self, inst: _Inst) -> float:
+        if self.inp.layerwise:
+            return max(inst.sched + inst.dt, inst.lready)
+        return max(inst.sched, inst.lready) + inst.dt
 
     # ------------------------------------------------------------------ aggregates
     def _set_queued(self, inst: _Inst, q: _Req, tok: int) -> None:
@@ -208,7 +270,7 @@ class _Reference:
             inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
             return inst.link_pd
         total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.B)
-        k1, k2, k3 = self._hits(inst, q)
+        k1, k2, _, h1, h2, h3 = self._hits(inst, q)
         newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
         need = total - k1
         if inst.pinned + newly_pinned + inst.private + need > self.C:
@@ -228,7 +290,6 @@ class _Reference:
         q.private = need
         q.k1 = k1
         inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
-        h1, h2, h3 = self._tokens(q, k1), self._tokens(q, k2), self._tokens(q, k3)
         self.out["hit_hbm"][q.row], self.out["hit_dram"][q.row], self.out["hit_global"][q.row] = h1, h2 - h1, h3 - h2
         q.remaining = q.L - h3
         q.in_kv = h3
@@ -241,9 +302,13 @@ class _Reference:
             ready = max(ready, inst.link_dram)
             inst.stats["dram_read"] += (h2 - h1) * self.kvb
         if h3 - h2 > 0:
-            start = max(t, inst.link_net)
-            inst.link_net = start + (h3 - h2) * self.kvb / inp.global_bw
-            ready = max(ready, inst.link_net + inp.global_latency)
+            if inp.conn:
+                self._transfer_start(q.row, inst, (h3 - h2) * self.kvb, t)
+                inst.pending += 1
+            else:
+                start = max(t, inst.link_net)
+                inst.link_net = start + (h3 - h2) * self.kvb / inp.global_bw
+                ready = max(ready, inst.link_net + inp.global_latency)
             inst.stats["global_read"] += (h3 - h2) * self.kvb
         return ready
 
@@ -280,6 +345,9 @@ class _Reference:
                 batch.append((r, c))
                 budget -= c
         wait = 0.0
+        conn = inp.conn and inst.role != "decode"
+        sched = 0.0
+        inst.lready = t
         for r in self._candidates(inst, t):
             if budget <= 0 or len(inst.running) >= inp.max_num_seqs:
                 break
@@ -291,11 +359,14 @@ class _Reference:
                 continue
             inst.waiting.remove(r)
             inst.running.append(r)
-            if ready > t and inp.overlap:
+            if conn:
+                sched += inp.lookup_s
+                inst.lready = max(inst.lready, ready)
+            elif ready > t and inp.overlap:
                 q.state = LOADING
                 q.ready = ready
                 continue
-            if ready > t:
+            if ready > t and not conn:
                 wait = max(wait, ready - t)
             if q.remaining > 0:
                 q.state = PREFILL
@@ -317,9 +388,16 @@ class _Reference:
             pattn += prefill_attn_work(float(c), float(self.req[r].in_kv))
         ntok = sum(c for _, c in batch) + n_dec
         dt = iteration_time_nb(inp.coef, float(ntok), pattn, float(dctx), float(n_dec))
+        if conn:  # the GPU->host copy of what the store receives: computed prompt tokens (and decodes)
+            saved = ntok - n_dec + (n_dec if inp.store_replies else 0)
+            if saved > 0:
+                dt += saved * self.kvb / inp.pcie_bw
         inst.busy = True
         inst.start = t
         inst.end = t + wait + dt
+        if conn and batch:
+            inst.sched, inst.dt = t + sched, dt
+            inst.end = INF if inst.pending > 0 else self._connector_end(inst)
         inst.wake = INF
         inst.batch = batch
         inst.decoding = decoding
@@ -344,14 +422,14 @@ class _Reference:
                 self.out["first_token"][r] = t
                 q.g = 1
                 inst.ctx += 1
-                self._cache_prompt(inst, q)
+                self._cache_prompt(inst, q, t)
                 completed.append(r)
         leavers = [r for r in inst.decoding if self.req[r].g == self.req[r].n_out]
         leavers += [r for r in completed if inst.role == "prefill" or self.req[r].n_out == 1]
         handoffs = []
         for r in sorted(leavers):
             q = self.req[r]
-            self._release(inst, q)
+            self._release(inst, q, t)
             if inst.role == "prefill" and q.n_out > 1:
                 handoffs.append(r)
             else:
@@ -362,9 +440,35 @@ class _Reference:
         self._form_batch(inst, t)
         self._hand_over(handoffs, t)
 
-    def _release(self, inst: _Inst, q: _Req) -> None:
+    def _cache_reply(self, inst: _Inst, q: _Req) -> list[int]:
+        """Pin the reply chain into HBM head first: reserved blocks, then free ones, then LRU victims."""
+        pinned = []
+        for b in q.reply:
+            if b in inst.ref:
+                if inst.ref[b] == 0:
+                    del inst.lru[b]
+                inst.ref[b] += 1
+            else:
+                if q.private > 0:
+                    q.private -= 1
+                    inst.private -= 1
+                elif len(inst.ref) + inst.private >= self.C:
+                    if not inst.lru:
+                        break
+                    victim, _ = inst.lru.popitem(last=False)
+                    del inst.ref[victim]
+                    self._spill(inst, victim)
+                inst.ref[b] = 1
+            pinned.append(b)
+        return pinned
+
+    def _release(self, inst: _Inst, q: _Req, t: float) -> None:
+        finished = q.g == q.n_out
+        if finished and self.inp.store_replies:
+            self._write_through(inst, q, t, reply=True)
         if inst.role != "decode":  # decode instances keep no prefix cache
-            for b in reversed(q.blocks):
+            pinned = self._cache_reply(inst, q) if finished and self.inp.cache_replies else []
+            for b in reversed(q.blocks + pinned):
                 inst.ref[b] -= 1
                 if inst.ref[b] == 0:
                     inst.lru[b] = None
@@ -416,8 +520,7 @@ class _Reference:
         view = np.zeros((inp.n_routable, pb.N_VIEW))
         for i in range(inp.n_routable):
             inst = self.inst[i]
-            k1, k2, k3 = self._hits(inst, q)
-            h1, h2, h3 = self._tokens(q, k1), self._tokens(q, k2), self._tokens(q, k3)
+            _, _, _, h1, h2, h3 = self._hits(inst, q)
             v = view[i]
             v[pb.V_HIT_HBM], v[pb.V_HIT_DRAM], v[pb.V_HIT_GLOBAL] = h1, h2 - h1, h3 - h2
             v[pb.V_QUEUED_TOKENS] = inst.q_tok
@@ -470,13 +573,16 @@ class _Reference:
         self.heap = [(float(inp.arrival[r]), int(r)) for r in rows]
         heapq.heapify(self.heap)
         while True:
-            ti, i = min((inst.next_time, inst.idx) for inst in self.inst)
+            ti, i = min(min((inst.next_time, inst.idx) for inst in self.inst), (self.pool_next[0], inp.n_instances))
             ta = self.heap[0][0] if self.heap else INF
             if ti == INF and ta == INF:
                 break
             if ti <= ta:
                 assert ti >= self.now, "clock went backwards"
                 self.now = ti
+                if i == inp.n_instances:
+                    self._transfer_done(ti)
+                    continue
                 inst = self.inst[i]
                 self._sample_until(inst, ti)
                 if inst.busy:

@@ -7,6 +7,7 @@ import time
 
 from ..workload.core import Workload
 from .config import ClusterConfig
+from .connector import KVConnector
 from .inputs import prepare
 from .queueing import QueueDiscipline
 from .result import SimResult, build_result
@@ -18,7 +19,8 @@ ENGINES = ("numba", "reference")
 
 def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-robin", params: dict | None = None,
              *, load: float = 1.0, seed: int = 0, engine: str = "numba", progress: bool | None = None,
-             n_samples: int = 200, queue: QueueDiscipline | str | None = None) -> SimResult:
+             n_samples: int = 200, queue: QueueDiscipline | str | None = None,
+             kv_connector: KVConnector | str | None = None) -> SimResult:
     """Replay ``workload`` on ``cluster`` with routing ``policy`` and return a :class:`SimResult`.
 
     Args:
@@ -33,6 +35,8 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
             last finish with between ``n_samples / 2`` and ``n_samples`` points (:mod:`.sampling`).
         queue: the instances' queue discipline (a :class:`QueueDiscipline` or a name); None keeps
             ``cluster.queue`` (default FCFS).
+        kv_connector: the KV connector to the global store (a :class:`KVConnector` or a preset name);
+            None keeps ``cluster.kv_connector`` (default ``ideal``).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -40,6 +44,8 @@ def simulate(workload: Workload, cluster: ClusterConfig, policy: str = "round-ro
         raise TypeError(f"cluster must be a ClusterConfig, got {type(cluster).__name__}")
     if queue is not None:
         cluster = dataclasses.replace(cluster, queue=queue)
+    if kv_connector is not None:
+        cluster = dataclasses.replace(cluster, kv_connector=kv_connector)
     inp = prepare(workload, cluster, policy, params, load=load, seed=seed, n_samples=n_samples)
     if progress is None:
         progress = inp.n >= 100_000
