@@ -30,6 +30,32 @@ def test_record_rejects_bad_rows(tmp_path, row, message):
         record_claims("fig04", [row], outdir=tmp_path)
 
 
+def _peak_row(low, high, verdict):
+    return dict(claim_id="C13_peak_30b", reproduced="x", verdict=verdict, reason="",
+                gain_mean=(low + high) / 2, ci_low=low, ci_high=high, n_seeds=8)
+
+
+@pytest.mark.parametrize("low, high, verdict", [
+    (0.05, 0.12, "reproduced"),        # overlaps [0.045, 0.135] of the paper's +9 %
+    (0.20, 0.30, "direction only"),    # above zero, misses the band
+    (-0.02, 0.05, "tie"),              # contains zero
+    (-0.08, -0.01, "contradicted"),    # below zero
+])
+def test_comparative_rows_carry_the_verdict_the_rules_give(tmp_path, low, high, verdict):
+    table = record_claims("fig06", [_peak_row(low, high, verdict)], outdir=tmp_path)
+    assert table.loc[0, "verdict"] == verdict
+    collected = collect_claims(outdir=tmp_path).set_index("claim_id")
+    assert collected.loc["C13_peak_30b", "n_seeds"] == 8
+
+
+def test_a_hand_written_comparative_verdict_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="the rules give 'tie'"):
+        record_claims("fig06", [_peak_row(-0.02, 0.05, "reproduced")], outdir=tmp_path)
+    with pytest.raises(ValueError, match="is comparative"):
+        record_claims("fig06", [dict(claim_id="C13_peak_30b", reproduced="+9 %", verdict="reproduced",
+                                     reason="")], outdir=tmp_path)
+
+
 def test_workload_claim_rows_need_public_traces_to_reproduce():
     import pandas as pd
 

@@ -47,3 +47,23 @@ def test_lower_loads_are_thinned_subsets_of_higher_ones():
     assert np.array_equal(sub.arrival, low.arrival) and np.array_equal(sub.block_ids, low.block_ids)
     with pytest.raises(ValueError):
         agent_workload(8, 5.0, 0, rpm_per_instance=0.0)
+
+
+def test_testbeds_run_the_paper_stack_closed_by_default():
+    c = paper_cluster("30b")
+    assert (c.replay, c.kv_connector.name, c.cache_replies, c.hit_granularity) == (
+        "closed", "lmcache-mooncake", True, 16)
+    assert paper_cluster("30b", replay="open", kv_connector="ideal").kv_connector.ideal
+
+
+@pytest.mark.parametrize("preset", ["bailian-coder", "long-context"])
+def test_the_window_runs_at_the_offered_rate(preset):
+    w = agent_workload(16, 10.0, 0, rpm_per_instance=48.0, preset=preset)
+    assert len(w) / 10.0 / 16 == pytest.approx(48.0, rel=0.06)
+
+
+def test_a_real_trace_is_a_workload_and_unknown_names_are_refused():
+    w = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code")
+    assert w.input_len.mean() > 50_000 and (w.turn > 0).mean() > 0.9
+    with pytest.raises(ValueError, match="workload must be one of"):
+        agent_workload(8, 10.0, 0, preset="nope")

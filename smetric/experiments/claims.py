@@ -4,6 +4,13 @@
 A figure notebook calls :func:`record_claims` with what it measured; the rows land in
 ``figures/<figure>_claims.csv``. :func:`collect_claims` joins every such file with the paper's
 table into ``figures/claims.csv`` — the table the README shows.
+
+A **comparative** claim (:data:`COMPARATIVE`: SMETRIC against baselines, C8, C9, C12-C17) is
+recorded with its paired multi-seed interval (``gain_mean, ci_low, ci_high, n_seeds``, from
+:func:`smetric.experiments.verdicts.claim_columns`), and its verdict must be the one the stated rules
+give that interval (:func:`smetric.experiments.verdicts.row_verdict`): :func:`record_claims` refuses a
+hand-written one. The descriptive claims about the workload (C1-C5) and the sticky imbalance (C10)
+are judged against the paper's band (reproduced / direction only / not reproduced).
 """
 
 from __future__ import annotations
@@ -14,10 +21,17 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
+from .verdicts import UNDETERMINED, VERDICT_ORDER, row_verdict
 
-__all__ = ["VERDICTS", "paper_claims", "record_claims", "collect_claims"]
+__all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "record_claims", "collect_claims"]
 
-VERDICTS = ("reproduced", "direction only", "not reproduced")
+#: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
+VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
+#: Claim-id prefixes of the comparative claims: recorded with an interval, verdict computed by the rules.
+COMPARATIVE = ("C8_", "C9_", "C12_", "C13_", "C14_", "C15_", "C16_", "C17_")
+#: The interval columns of a comparative claim's row.
+INTERVAL_COLUMNS = ("gain_mean", "ci_low", "ci_high", "n_seeds")
+_COLUMNS = ["claim_id", "reproduced", "verdict", "reason", *INTERVAL_COLUMNS]
 
 
 def paper_claims() -> pd.DataFrame:
@@ -28,16 +42,29 @@ def paper_claims() -> pd.DataFrame:
 def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = None) -> pd.DataFrame:
     """Write one figure's verdicts; each row needs ``claim_id``, ``reproduced`` (text), ``verdict``, ``reason``.
 
-    Unknown claim ids and verdicts outside :data:`VERDICTS` raise ``ValueError``.
+    A comparative claim's row also carries :data:`INTERVAL_COLUMNS` and its verdict must equal the
+    rules' (:func:`~smetric.experiments.verdicts.row_verdict`). Unknown claim ids, verdicts outside
+    :data:`VERDICTS`, a comparative row without its interval and a verdict the rules do not give raise
+    ``ValueError``.
     """
-    known = paper_claims().index
-    table = pd.DataFrame(rows, columns=["claim_id", "reproduced", "verdict", "reason"])
-    bad_ids = sorted(set(table["claim_id"]) - set(known))
+    paper = paper_claims()
+    table = pd.DataFrame(rows, columns=_COLUMNS)
+    bad_ids = sorted(set(table["claim_id"]) - set(paper.index))
     if bad_ids:
         raise ValueError(f"unknown claim ids {bad_ids}; see data/paper_claims.csv")
     bad = sorted(set(table["verdict"]) - set(VERDICTS))
     if bad:
         raise ValueError(f"verdicts must be one of {VERDICTS}, got {bad}")
+    for _, row in table.iterrows():
+        if not row["claim_id"].startswith(COMPARATIVE):
+            continue
+        if row[list(INTERVAL_COLUMNS)].isna().any():
+            raise ValueError(f"{row['claim_id']} is comparative: record it with {INTERVAL_COLUMNS} "
+                             "(smetric.experiments.verdicts.claim_columns)")
+        ruled = row_verdict(pd.concat([row, paper.loc[row["claim_id"], ["paper_value", "unit"]]]))
+        if row["verdict"] != ruled:
+            raise ValueError(f"{row['claim_id']}: verdict {row['verdict']!r}, but the rules give {ruled!r} "
+                             "for its interval; a verdict is computed, never written by hand")
     table.insert(0, "figure", figure)
     out = Path(outdir) if outdir is not None else figures_dir()
     table.to_csv(out / f"{figure}_claims.csv", index=False)
@@ -49,7 +76,7 @@ def collect_claims(outdir: str | Path | None = None) -> pd.DataFrame:
     out = Path(outdir) if outdir is not None else figures_dir()
     parts = [pd.read_csv(p) for p in sorted(out.glob("*_claims.csv"))]
     measured = (pd.concat(parts, ignore_index=True) if parts
-                else pd.DataFrame(columns=["figure", "claim_id", "reproduced", "verdict", "reason"]))
+                else pd.DataFrame(columns=["figure", *_COLUMNS]))
     paper = paper_claims().reset_index()[["claim_id", "figure", "paper_value", "unit", "wording"]]
     table = paper.merge(measured.drop(columns="figure"), on="claim_id", how="left")
     table["verdict"] = table["verdict"].fillna("not checked")

@@ -7,20 +7,33 @@ Testbeds (the paper's Evaluation section, arXiv 2607.08565):
 * ``235b``: 8 instances of Qwen3-235B-A22B. Our choice: TP 8 on H20 (one 8-GPU node per
   instance; 470 GB of bf16 weights leave ~230 GB of KV per instance). The paper does not say.
 
-Both are colocated with a provisioned global KV store (Mooncake + LMCache in the paper) unless a
-figure says otherwise. Workloads are the calibrated synthetic agent sessions (the paper's
-BAILIAN agent traces are not public).
+Both are colocated with a provisioned global KV store reached through the ``lmcache-mooncake``
+KV connector (vLLM v1 + LMCache + Mooncake store, the paper's stack; parameters and sources in
+``data/perf/kv_path.json``), reply KV kept in the local prefix cache (vLLM v1 and SGLang do), hits
+counted at vLLM's 16-token block, and agent sessions replayed **closed**: a follow-up turn arrives
+at ``max(its scheduled time, its parent's finish + its think gap)``, because an agent acts only on a
+complete response (:data:`TESTBED_DEFAULTS`; every figure can override them).
+
+Workloads (:data:`WORKLOADS`): ``bailian-coder`` (the default: public BAILIAN coder lengths with the
+paper's agent reuse structure, the preset closest to the paper's traffic), the real Claude Code
+sessions of kv-cache-tester (``claude-code``), and the other presets of
+:data:`smetric.workload.synthetic.PRESETS` (``long-context`` is the earlier default, kept as a
+sensitivity row).
 
 **Offered load** (every figure): requests per minute per instance, set by how many sessions
 start per unit time (:func:`offered_point`); the tool/think gaps between turns stay as generated,
 so the calibrated reuse-in-time (paper Finding 4: ~90 % of reuses within ~100 s) holds at every
 load. Compressing a fixed trace's timeline instead (``simulate(load=x)``) would also stretch or
-shrink those gaps and change the workload along with the load.
+shrink those gaps and change the workload along with the load. In closed replay the offered load
+is the same number: the rate of the schedule the sessions were generated with (sessions start
+open, at that rate; each turn's scheduled time is its session's start plus the generated gaps).
+A follow-up is only delayed past its scheduled time when its parent finishes late, so the served
+rate falls below the offered one exactly when the cluster cannot keep up -- which is what the
+load axis is meant to show.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -28,8 +41,8 @@ import numpy as np
 from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
 
-__all__ = ["TESTBEDS", "REFERENCE_RPM", "paper_cluster", "agent_workload", "run_point",
-           "offered_point", "BASELINES", "PROVISIONED"]
+__all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
+           "paper_cluster", "agent_workload", "run_point", "offered_point", "BASELINES", "PROVISIONED"]
 
 #: ``paper_cluster``'s default store: the testbed's provisioned global store (``GlobalStore.provisioned``).
 PROVISIONED = "provisioned"
@@ -40,6 +53,23 @@ TESTBEDS = {
     "235b": ("qwen3-235b-a22b", "h20", 8, 8),
 }
 
+#: What every testbed runs with unless a figure overrides it (ClusterConfig fields; see the module docstring).
+TESTBED_DEFAULTS = {"replay": "closed", "kv_connector": "lmcache-mooncake", "cache_replies": True,
+                    "hit_granularity": 16}
+
+#: Real agent-session traces usable as a figure's workload (catalog names; arrivals generated at the offered rate).
+TRACE_WORKLOADS = ("claude-code",)
+#: Synthetic presets usable as a figure's workload (``smetric.workload.synthetic.PRESETS``).
+PRESET_WORKLOADS = ("bailian-coder", "toolagent", "tracelab", "long-context", "chat")
+WORKLOADS = PRESET_WORKLOADS + TRACE_WORKLOADS
+#: The workload of the paper figures: the preset closest to the paper's BAILIAN coding-agent traffic.
+DEFAULT_WORKLOAD = "bailian-coder"
+#: Warm-up (minutes of conversation starts before the window) of a trace workload: its conversations run
+#: for hours to days, so the window reaches the offered rate only after a day of starts. Its heavy tail
+#: still makes one seed's 10-minute window vary by about +-25 % around the offered rate (claude-code at
+#: 2 requests/min/instance, 8 seeds: 1.31-2.32, mean 1.94); comparisons are paired per seed.
+TRACE_WARMUP_MINUTES = 1440.0
+
 # The routers SMETRIC is compared against in the evaluation figures (registry names).
 BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "vllm-session",
              "aibrix", "preble", "mooncake", "least-load", "round-robin", "session-sticky",
@@ -48,8 +78,9 @@ BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "
 
 def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
                   global_store: GlobalStore | None | str = PROVISIONED, **overrides) -> ClusterConfig:
-    """The cluster of a paper testbed; ``global_store`` is a :class:`GlobalStore`, ``None`` (no store) or
-    :data:`PROVISIONED` (``GlobalStore.provisioned`` for the testbed's TP, the default)."""
+    """The cluster of a paper testbed with :data:`TESTBED_DEFAULTS`, updated by ``overrides`` (ClusterConfig
+    fields); ``global_store`` is a :class:`GlobalStore`, ``None`` (no store) or :data:`PROVISIONED`
+    (``GlobalStore.provisioned`` for the testbed's TP, the default)."""
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
     model, gpu, tp, n = TESTBEDS[testbed]
@@ -59,8 +90,8 @@ def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
         global_store = GlobalStore.provisioned(tp)
     elif global_store is not None and not isinstance(global_store, GlobalStore):
         raise TypeError(f"global_store must be a GlobalStore, None or {PROVISIONED!r}, got {global_store!r}")
-    cfg = ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store)
-    return replace(cfg, **overrides) if overrides else cfg
+    return ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store,
+                         **{**TESTBED_DEFAULTS, **overrides})
 
 
 #: Offered loads at or below this many requests/min/instance are thinned from one workload
@@ -71,20 +102,37 @@ REFERENCE_RPM = 48.0
 @lru_cache(maxsize=4)
 def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: float, warmup_minutes: float,
                preset: str, overrides: tuple) -> Workload:
+    rate = rpm_per_instance * n_instances
+    if preset in TRACE_WORKLOADS:
+        if overrides:
+            raise ValueError(f"the {preset} trace takes no generator overrides, got {dict(overrides)}")
+        return _conversations(preset).workload(requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
+                                               warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES))
     from ..workload.synthetic import synth_agent_workload
 
     return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed, preset=preset,
-                                requests_per_minute=rpm_per_instance * n_instances, **dict(overrides))
+                                requests_per_minute=rate, **dict(overrides))
+
+
+@lru_cache(maxsize=2)
+def _conversations(name: str):
+    """The parsed conversations of a trace workload (read once per process)."""
+    from ..workload.catalog import trace_path
+    from ..workload.kvcache_tester import read_conversations
+
+    return read_conversations(trace_path(name), name=name)[0]
 
 
 @lru_cache(maxsize=16)
 def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_instance: float = 45.0,
-                   warmup_minutes: float = 30.0, preset: str = "long-context", **overrides) -> Workload:
-    """Synthetic sessions of ``preset`` (:data:`smetric.workload.synthetic.PRESETS`) arriving at
-    ``rpm_per_instance × n_instances`` requests per minute.
+                   warmup_minutes: float = 360.0, preset: str = DEFAULT_WORKLOAD, **overrides) -> Workload:
+    """Agent sessions of ``preset`` (one of :data:`WORKLOADS`: a synthetic preset, or a real trace whose
+    conversations start at the offered rate) arriving at ``rpm_per_instance × n_instances`` requests per minute.
 
     The window ``[0, minutes)`` is cut from sessions that started up to ``warmup_minutes`` before
-    it, so follow-ups in the window belong to sessions already under way (as in a real trace).
+    it, so follow-ups in the window belong to sessions already under way (as in a real trace); the
+    default of 6 hours lets the sessions' long tail reach steady state, so the window's request rate
+    is the offered one (within ~2 %; 30 minutes left bailian-coder 23 % and long-context 19 % short).
     Loads up to :data:`REFERENCE_RPM` are **thinned** from one workload generated at that rate:
     each session is kept when its own seeded uniform is below ``rpm / REFERENCE_RPM``. Thinning a
     Poisson stream of independent sessions gives a Poisson stream at the lower rate, and a lower
@@ -93,6 +141,8 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
     """
     if not rpm_per_instance > 0:
         raise ValueError(f"rpm_per_instance must be > 0, got {rpm_per_instance!r}")
+    if preset not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {preset!r}")
     key = tuple(sorted(overrides.items()))
     if rpm_per_instance > REFERENCE_RPM:
         return _generated(n_instances, minutes, seed, rpm_per_instance, warmup_minutes, preset, key)
