@@ -125,7 +125,8 @@ def _conversations(name: str):
 
 @lru_cache(maxsize=16)
 def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_instance: float = 45.0,
-                   warmup_minutes: float = 360.0, preset: str = DEFAULT_WORKLOAD, **overrides) -> Workload:
+                   warmup_minutes: float = 360.0, preset: str = DEFAULT_WORKLOAD, reference_rpm: float = REFERENCE_RPM,
+                   **overrides) -> Workload:
     """Agent sessions of ``preset`` (one of :data:`WORKLOADS`: a synthetic preset, or a real trace whose
     conversations start at the offered rate) arriving at ``rpm_per_instance × n_instances`` requests per minute.
 
@@ -133,8 +134,9 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
     it, so follow-ups in the window belong to sessions already under way (as in a real trace); the
     default of 6 hours lets the sessions' long tail reach steady state, so the window's request rate
     is the offered one (within ~2 %; 30 minutes left bailian-coder 23 % and long-context 19 % short).
-    Loads up to :data:`REFERENCE_RPM` are **thinned** from one workload generated at that rate:
-    each session is kept when its own seeded uniform is below ``rpm / REFERENCE_RPM``. Thinning a
+    Loads up to ``reference_rpm`` (default :data:`REFERENCE_RPM`; a figure passes the top of its load
+    grid) are **thinned** from one workload generated at that rate: each session is kept when its own
+    seeded uniform is below ``rpm / reference_rpm``. Thinning a
     Poisson stream of independent sessions gives a Poisson stream at the lower rate, and a lower
     load is then a subset of a higher one (common random numbers), so curves over load are smooth
     and not redrawn at every rate. Higher loads are generated directly. Cached per argument set.
@@ -144,11 +146,11 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
     if preset not in WORKLOADS:
         raise ValueError(f"workload must be one of {WORKLOADS}, got {preset!r}")
     key = tuple(sorted(overrides.items()))
-    if rpm_per_instance > REFERENCE_RPM:
+    if rpm_per_instance > reference_rpm:
         return _generated(n_instances, minutes, seed, rpm_per_instance, warmup_minutes, preset, key)
-    full = _generated(n_instances, minutes, seed, REFERENCE_RPM, warmup_minutes, preset, key)
+    full = _generated(n_instances, minutes, seed, float(reference_rpm), warmup_minutes, preset, key)
     sessions, index = np.unique(full.session, return_inverse=True)
-    keep_session = np.random.default_rng([seed, 0x7417]).random(len(sessions)) < rpm_per_instance / REFERENCE_RPM
+    keep_session = np.random.default_rng([seed, 0x7417]).random(len(sessions)) < rpm_per_instance / reference_rpm
     return full.select(keep_session[index])
 
 
