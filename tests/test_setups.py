@@ -67,3 +67,19 @@ def test_a_real_trace_is_a_workload_and_unknown_names_are_refused():
     assert w.input_len.mean() > 50_000 and (w.turn > 0).mean() > 0.9
     with pytest.raises(ValueError, match="workload must be one of"):
         agent_workload(8, 10.0, 0, preset="nope")
+
+
+def test_a_timestamped_trace_file_replays_at_the_offered_rate(tmp_path):
+    from smetric.experiments.setups import trace_workload
+    from smetric.workload.synthetic import synth_agent_workload
+    from smetric.workload.writers import write_trace
+
+    path = write_trace(synth_agent_workload(duration=1200.0, warmup=3600.0, seed=3, preset="bailian-coder",
+                                            requests_per_minute=120.0), tmp_path / "coder.jsonl", "bailian")
+    w = trace_workload(str(path), n_instances=4, minutes=5.0, rpm_per_instance=60.0)
+    assert w.arrival.min() >= 0 and w.arrival.max() < 300.0
+    assert len(w) / 5.0 / 4 == pytest.approx(60.0, rel=0.03)
+    s = offered_point(60.0, "least-load", n_instances=4, minutes=5.0, warmup_frac=0.0, trace=str(path))
+    assert s["n_requests"] == len(w)
+    with pytest.raises(ValueError, match="cannot fill"):
+        trace_workload(str(path), n_instances=4, minutes=5.0, rpm_per_instance=600.0)

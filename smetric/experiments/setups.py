@@ -34,6 +34,7 @@ load axis is meant to show.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -42,7 +43,8 @@ from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
 
 __all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
-           "paper_cluster", "agent_workload", "run_point", "offered_point", "BASELINES", "PROVISIONED"]
+           "paper_cluster", "agent_workload", "trace_workload", "run_point", "offered_point", "BASELINES",
+           "PROVISIONED"]
 
 #: ``paper_cluster``'s default store: the testbed's provisioned global store (``GlobalStore.provisioned``).
 PROVISIONED = "provisioned"
@@ -144,7 +146,7 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
     if not rpm_per_instance > 0:
         raise ValueError(f"rpm_per_instance must be > 0, got {rpm_per_instance!r}")
     if preset not in WORKLOADS:
-        raise ValueError(f"workload must be one of {WORKLOADS}, got {preset!r}")
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {preset!r} (a trace file: trace_workload)")
     key = tuple(sorted(overrides.items()))
     if rpm_per_instance > reference_rpm:
         return _generated(n_instances, minutes, seed, rpm_per_instance, warmup_minutes, preset, key)
@@ -152,6 +154,35 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
     sessions, index = np.unique(full.session, return_inverse=True)
     keep_session = np.random.default_rng([seed, 0x7417]).random(len(sessions)) < rpm_per_instance / reference_rpm
     return full.select(keep_session[index])
+
+
+@lru_cache(maxsize=2)
+def _trace_file(trace: str) -> Workload:
+    from ..workload.loaders import load_trace
+
+    return load_trace(trace)
+
+
+def trace_workload(trace: str, n_instances: int, minutes: float, rpm_per_instance: float) -> Workload:
+    """The first ``minutes`` of a timestamped trace file (a path, or a catalog name such as ``qwen-coder``;
+    any format :func:`~smetric.workload.loaders.load_trace` reads) replayed at ``rpm_per_instance``.
+
+    The trace's own timeline is compressed or stretched (arrivals and gaps divided by one factor) so
+    that its first ``minutes`` of requests arrive at the offered rate: the standard way to replay a
+    production trace at a chosen load (LMetric's artifact replays the BAILIAN coder trace at 2.4x).
+    """
+    if not rpm_per_instance > 0:
+        raise ValueError(f"rpm_per_instance must be > 0, got {rpm_per_instance!r}")
+    full = _trace_file(str(trace))
+    t0 = float(full.arrival[0])
+    native = full.window(t0, t0 + 60.0 * minutes)
+    factor = rpm_per_instance / (len(native) / minutes / n_instances)  # offered / native rate (> 1 compresses)
+    span = 60.0 * minutes * factor
+    if full.arrival[-1] - t0 < span * (1 - 1e-9):
+        raise ValueError(f"{trace}: {full.arrival[-1] - t0:.0f} s of trace cannot fill {minutes} min at "
+                         f"{rpm_per_instance} requests/min/instance on {n_instances} instances")
+    scaled = full.window(t0, t0 + span).scale_load(factor)
+    return replace(scaled, arrival=scaled.arrival - t0)
 
 
 def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: float = 1.0, seed: int = 0,
@@ -182,14 +213,20 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
 def offered_point(rpm_per_instance: float, policy: str, *, testbed: str = "30b", n_instances: int | None = None,
                   minutes: float = 10.0, seed: int = 0, warmup_frac: float = 0.25,
                   global_store: GlobalStore | None | str = PROVISIONED, params: dict | None = None,
-                  cluster_overrides: dict | None = None, workload_overrides: dict | None = None) -> dict:
+                  cluster_overrides: dict | None = None, workload_overrides: dict | None = None,
+                  trace: str | None = None) -> dict:
     """Summary of ``policy`` at an offered load of ``rpm_per_instance`` requests/min/instance (a sweep point).
 
     The workload is generated at that rate (cached per worker process) and replayed as is
-    (``load=1``); ``seed`` picks the workload and seeds the policy's random draws.
+    (``load=1``); ``seed`` picks the workload and seeds the policy's random draws. With ``trace`` (a
+    timestamped trace file or catalog name) the workload is that trace at the offered rate
+    (:func:`trace_workload`; the same for every seed) instead of generated sessions.
     """
     cluster = paper_cluster(testbed, n_instances=n_instances, global_store=global_store,
                             **(cluster_overrides or {}))
-    workload = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm_per_instance),
-                              **(workload_overrides or {}))
+    if trace is not None:
+        workload = trace_workload(trace, cluster.n_instances, minutes, float(rpm_per_instance))
+    else:
+        workload = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm_per_instance),
+                                  **(workload_overrides or {}))
     return run_point(workload, cluster, policy, load=1.0, seed=seed, params=params, warmup_frac=warmup_frac)
