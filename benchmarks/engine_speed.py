@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 from benchmarks.common import Row, print_rows, timed
 

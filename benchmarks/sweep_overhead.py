@@ -89,12 +89,14 @@ def main(argv: list[str] | None = None) -> int:
                     client = stack.enter_context(Client(stack.enter_context(local_cluster(workers))))
                     client.run(sweep, warm_grid, run_point, shared=shared, jobs=1, progress=False)  # same, per worker
                 kwargs = {"client": client} if client else {"jobs": 1}
-                *times, df = _measure(lambda: sweep(grid, run_point, shared=shared, progress=False, **kwargs), client)
+                *times, df = _measure(lambda kw=kwargs: sweep(grid, run_point, shared=shared, progress=False, **kw),
+                                       client)
                 best[workers] = [min(b, t) for b, t in zip(best[workers], times)]
                 reference = df if reference is None else reference
                 _check_same(df, reference)
                 if workers == 1:
-                    noop_sweep = lambda: sweep({"i": list(range(200))}, noop_point, client=client, progress=False)
+                    def noop_sweep(client=client):
+                        return sweep({"i": list(range(200))}, noop_point, client=client, progress=False)
                     t_noop = min(t_noop, _measure(noop_sweep, client)[0])
     t_cold, *_, df = _measure(lambda: sweep(grid, run_point, shared=shared, jobs=2, progress=False), None)
     _check_same(df, reference)

@@ -28,7 +28,8 @@ def test_characterize_mooncake_conversation_json(capsys):
 def test_characterize_table_output(capsys):
     assert main(["characterize", "mooncake-synthetic", "--lru-blocks", "4000"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# mooncake-synthetic") and "lru_reuse_ratio_4000" in out and "lru_reuse_ratio_1000" not in out
+    assert out.startswith("# mooncake-synthetic") and "lru_reuse_ratio_4000" in out
+    assert "lru_reuse_ratio_1000" not in out
 
 
 def test_characterize_bad_trace_exits_nonzero_with_the_format_error(tmp_path, capsys):

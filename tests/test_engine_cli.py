@@ -51,7 +51,8 @@ def test_out_writes_the_tables(trace, tmp_path, capsys):
 
 
 def test_disaggregated_counts_instances_from_the_parts(trace, capsys):
-    args = ["--trace", trace, "--mode", "disaggregated", "--prefill-instances", "1", "--decode-instances", "2", "--json"]
+    args = ["--trace", trace, "--mode", "disaggregated", "--prefill-instances", "1", "--decode-instances", "2",
+            "--json"]
     assert main(BASE + args) == 0
     out = json.loads(capsys.readouterr().out)
     assert "1P+2D" in out["cluster"] and out["n_completed"] == 4

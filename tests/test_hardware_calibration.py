@@ -31,7 +31,8 @@ def test_committed_efficiencies_are_what_fit_all_produces():
     assert set(refit) == set(committed)
     for gpu, eff in refit.items():
         for field in calibration.LINEAR_FIELDS + calibration.ATTENTION_FIELDS:
-            assert getattr(eff, field) == pytest.approx(getattr(committed[gpu], field), rel=1e-3, abs=1e-9), (gpu, field)
+            expected = pytest.approx(getattr(committed[gpu], field), rel=1e-3, abs=1e-9)
+            assert getattr(eff, field) == expected, (gpu, field)
 
 
 def test_linear_mape_within_10_percent_for_every_gpu_model_tp():
@@ -70,10 +71,12 @@ def test_distserve_opt_iterations_match_with_one_overhead_per_engine():
 
 
 def test_cli_json_matches_the_library(capsys):
-    assert main(["perf", "--model", "llama-3-8b", "--gpu", "a100", "--prefill", "1024", "--cached", "512", "--json"]) == 0
+    assert main(["perf", "--model", "llama-3-8b", "--gpu", "a100", "--prefill", "1024", "--cached", "512",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["seconds"] == pytest.approx(PerfModel("llama-3-8b", "a100").prefill_time(1024, 512))
-    assert (out["model"], out["gpu"], out["tp"], out["prefill_tokens"], out["cached"]) == ("llama-3-8b", "a100", 1, 1024, 512)
+    assert (out["model"], out["gpu"], out["tp"], out["prefill_tokens"], out["cached"]) == (
+        "llama-3-8b", "a100", 1, 1024, 512)
     assert main(["perf", "--model", "llama-3-70b", "--gpu", "h100", "--tp", "4", "--decode-batch", "8",
                  "--context", "1000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -51,7 +51,8 @@ def test_mooncake_check_128k_llama3_70b_kv_is_40_gib():
 
 def test_coder_alias_has_the_30b_a3b_shape_and_longer_context():
     a, b = get_model("qwen3-30b-a3b"), get_model("qwen3-coder-30b-a3b")
-    assert (a.total_params, a.active_params, a.kv_bytes_per_token) == (b.total_params, b.active_params, b.kv_bytes_per_token)
+    assert (a.total_params, a.active_params, a.kv_bytes_per_token) == (
+        b.total_params, b.active_params, b.kv_bytes_per_token)
     assert b.max_positions > a.max_positions
 
 

@@ -8,11 +8,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smetric.workload import (
-    TRACES, TraceFormatError, TraceLimits, TraceNoteWarning, TraceSkipWarning, Workload, WorkloadError, characterize,
-    data_dir, detect_format, load_trace, read_trace, trace_names, trace_path, write_bailian, write_mooncake,
+    TRACES,
+    TraceFormatError,
+    TraceLimits,
+    TraceNoteWarning,
+    TraceSkipWarning,
+    Workload,
+    WorkloadError,
+    characterize,
+    data_dir,
+    detect_format,
+    load_trace,
+    read_trace,
+    trace_names,
+    trace_path,
+    write_bailian,
+    write_mooncake,
     write_trace,
 )
 

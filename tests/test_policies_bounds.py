@@ -17,7 +17,7 @@ def workload(rows, block_size=100):
         ids += list(r[5])
         offsets.append(len(ids))
     turn, parent = [], []
-    for k, r in enumerate(rows):
+    for _k, r in enumerate(rows):
         parent.append(r[4])
         turn.append(0 if r[4] < 0 else turn[r[4]] + 1)
     return Workload(arrival=[r[0] for r in rows], input_len=[r[1] for r in rows], output_len=[r[2] for r in rows],

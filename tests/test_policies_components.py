@@ -4,7 +4,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smetric.policies.base import PolicyContext
 from smetric.policies.hashing import hash52
@@ -35,7 +36,8 @@ def test_index_matches_leading_blocks_per_instance():
     query = np.concatenate([a[:7], np.arange(500, 503)])
     assert list(index_match(state, 0, state.size, query, 3, 2.0, 0.0, 0)) == [0, 7, 4]
     # the match stops at the first block the instance was not sent (chained ids: nothing after counts)
-    assert list(index_match(state, 0, state.size, np.concatenate([a[:2], np.arange(700, 708)]), 3, 2.0, 0.0, 0)) == [0, 2, 2]
+    query = np.concatenate([a[:2], np.arange(700, 708)])
+    assert list(index_match(state, 0, state.size, query, 3, 2.0, 0.0, 0)) == [0, 2, 2]
     # max_blocks caps the walk
     assert list(index_match(state, 0, state.size, a, 3, 2.0, 0.0, 5)) == [0, 5, 4]
 
@@ -120,6 +122,7 @@ def test_sample_weighted_frequencies_follow_weights():
 
 def test_cache_guard_flushes_when_dependencies_change(tmp_path, monkeypatch):
     import importlib
+
     from smetric.policies.cache_guard import refresh_module
 
     (tmp_path / "guarded_mod.py").write_text(

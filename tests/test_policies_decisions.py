@@ -8,10 +8,32 @@ import numpy as np
 import pytest
 
 from smetric.policies import get
-from smetric.policies.base import (N_RAND, N_REQ, N_VIEW, PolicyContext, R_HISTORY, R_INDEX, R_INPUT_LEN, R_NOW,
-                                   R_PRIORITY, R_SESSION, R_TURN, V_CONTEXT_TOKENS, V_HIT_DRAM, V_HIT_GLOBAL,
-                                   V_HIT_HBM, V_IN_FLIGHT, V_KV_CAPACITY, V_KV_USED, V_N_RUNNING, V_N_WAITING,
-                                   V_QUEUED_ATTN, V_QUEUED_COST, V_QUEUED_TOKENS, V_REQ_COST)
+from smetric.policies.base import (
+    N_RAND,
+    N_REQ,
+    N_VIEW,
+    R_HISTORY,
+    R_INDEX,
+    R_INPUT_LEN,
+    R_NOW,
+    R_PRIORITY,
+    R_SESSION,
+    R_TURN,
+    V_CONTEXT_TOKENS,
+    V_HIT_DRAM,
+    V_HIT_GLOBAL,
+    V_HIT_HBM,
+    V_IN_FLIGHT,
+    V_KV_CAPACITY,
+    V_KV_USED,
+    V_N_RUNNING,
+    V_N_WAITING,
+    V_QUEUED_ATTN,
+    V_QUEUED_COST,
+    V_QUEUED_TOKENS,
+    V_REQ_COST,
+    PolicyContext,
+)
 from smetric.policies.dispatch import route
 
 CTX = PolicyContext(n_instances=4, n_sessions=8, block_size=16, max_num_seqs=64, kv_capacity_blocks=256,
@@ -374,7 +396,8 @@ def test_vllm_session_ring_is_consistent_when_an_instance_is_added():
 def test_vllm_session_without_session_id_takes_lowest_windowed_qps():
     vs = Router("vllm-session", ctx=PolicyContext(**{**CTX.__dict__, "n_instances": 3}))
     v = view(3)
-    no_session = lambda t: request(session=-1, now=t)
+    def no_session(t):
+        return request(session=-1, now=t)
     assert [vs(v, no_session(t)) for t in (0.0, 1.0, 2.0)] == [0, 1, 2]
     owner = vs(v, request(session=7, now=3.0))
     assert vs(v, no_session(4.0)) != owner        # the session request counted against its owner

@@ -4,11 +4,12 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smetric.cli import main
 from smetric.policies import PolicySpec, available, describe, get
-from smetric.policies.base import N_RAND, N_REQ, N_VIEW, PolicyContext, R_INPUT_LEN, R_NOW, R_SESSION, R_TURN
+from smetric.policies.base import N_RAND, N_REQ, N_VIEW, R_INPUT_LEN, R_NOW, R_SESSION, R_TURN, PolicyContext
 from smetric.policies.dispatch import route
 from smetric.ranges import AT_LEAST_0
 

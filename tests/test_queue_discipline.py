@@ -8,8 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smetric.cluster.config import ClusterConfig, HardwareSpec
-from smetric.cluster.queueing import (LEVEL_HIGH, LEVEL_LOW, LEVEL_MEDIUM, QueueDiscipline, decode_estimates,
-                                      queue_order, rank_nb)
+from smetric.cluster.queueing import (
+    LEVEL_HIGH,
+    LEVEL_LOW,
+    LEVEL_MEDIUM,
+    QueueDiscipline,
+    decode_estimates,
+    queue_order,
+    rank_nb,
+)
 from smetric.hardware.kernel import example_coefficients, iteration_time_nb
 
 

@@ -16,7 +16,7 @@ from test_engine_equivalence import POLICIES, assert_same_run, cases
 
 from smetric.cluster.engine import run_engine
 from smetric.cluster.inputs import prepare
-from smetric.cluster.queueing import DISCIPLINES, QueueDiscipline
+from smetric.cluster.queueing import QueueDiscipline
 from smetric.cluster.reference import run_reference
 from smetric.cluster.simulate import simulate
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smetric.workload import TRACES, Workload, data_dir, infer_sessions, load_trace
 from smetric.workload.sessions import arrival_gaps, chain_sessions, infer_parents

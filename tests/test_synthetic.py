@@ -6,8 +6,19 @@ import pytest
 
 from smetric.workload.characterize import characterize, prefix_reuse
 from smetric.workload.synthetic import (
-    AGENT, AGENT_TARGETS, BAILIAN_CODER, CHAT_TARGETS, PRESETS, SessionWorkloadConfig, expected_turns, get_preset,
-    session_rate, synth_agent_workload, synth_chat_workload, synth_workload, with_overrides,
+    AGENT,
+    AGENT_TARGETS,
+    BAILIAN_CODER,
+    CHAT_TARGETS,
+    PRESETS,
+    SessionWorkloadConfig,
+    expected_turns,
+    get_preset,
+    session_rate,
+    synth_agent_workload,
+    synth_chat_workload,
+    synth_workload,
+    with_overrides,
 )
 
 

@@ -10,12 +10,14 @@ SYSTEM = {"role": "system", "content": "You are a coding agent. Use the tools to
 
 
 def test_first_request_of_a_session_is_turn_zero():
-    body = {"model": "qwen3-coder", "stream": True, "messages": [SYSTEM, {"role": "user", "content": "Fix the failing test."}]}
+    body = {"model": "qwen3-coder", "stream": True,
+            "messages": [SYSTEM, {"role": "user", "content": "Fix the failing test."}]}
     assert turn_of(body) == 0
 
 
 def test_agent_loop_with_tool_calls_counts_one_turn_per_assistant_reply():
-    call = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"cmd": "pytest -x"})}}
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": "pytest -x"})}}
     messages = [
         SYSTEM,
         {"role": "user", "content": "Fix the failing test."},

@@ -277,7 +277,8 @@ class ClusterConfig:
         _positive("dram_bandwidth_gbs", self.dram_bandwidth_gbs)
         _require(self.global_store is None or isinstance(self.global_store, GlobalStore),
                  f"global_store must be a GlobalStore or None, got {self.global_store!r}")
-        _require(isinstance(self.kv_load_overlap, bool), f"kv_load_overlap must be a bool, got {self.kv_load_overlap!r}")
+        _require(isinstance(self.kv_load_overlap, bool),
+                 f"kv_load_overlap must be a bool, got {self.kv_load_overlap!r}")
         _positive("pd_bandwidth_gbs", self.pd_bandwidth_gbs, allow_inf=True)
         _require(isinstance(self.slo, SLO), f"slo must be an SLO, got {self.slo!r}")
         _require(self.replay in REPLAYS, f"replay must be one of {REPLAYS}, got {self.replay!r}")

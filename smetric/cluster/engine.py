@@ -37,7 +37,8 @@ partial last prompt block. The router's view uses the hits at arrival; the reque
 real hits are looked up again at admission (blocks may have been evicted or added meanwhile).
 
 Replies (kept when ``cache_replies``, or ``global_store_replies`` with a store). A request's KV at
-finish covers ``X = L + n_out - 1`` tokens (the last token has none yet). Its reply chain is the full engine blocks at positions ``L // B .. X // B - 1`` and, with
+finish covers ``X = L + n_out - 1`` tokens (the last token has none yet). Its reply chain is the full
+engine blocks at positions ``L // B .. X // B - 1`` and, with
 ``hit_granularity``, the partial tail at ``X // B`` when it holds >= ``g`` tokens. The full blocks take
 the ids of the request's first child's prompt at those positions when that child extends the parent's
 prompt (equal chained ids over the parent's full trace blocks) and is >= ``L + n_out`` tokens long
@@ -926,8 +927,8 @@ def _next_candidate(d, st, i, t, free, step):
     while r >= 0:
         if st.qmark[r, QM_TRIED] != step and st.qmark[r, QM_FAILED] != version:
             need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.B))
-            level, key = rank_nb(st.gf[GF_QUEUE:], st.rf[r, RF_CCOST] + st.rf[r, RF_DECODE_EST], d.priority[r], d.turn[r],
-                                 st.rf[r, RF_ARR], t, need, free)
+            level, key = rank_nb(st.gf[GF_QUEUE:], st.rf[r, RF_CCOST] + st.rf[r, RF_DECODE_EST], d.priority[r],
+                                 d.turn[r], st.rf[r, RF_ARR], t, need, free)
             if level > best_level or (level == best_level and key > best_key):
                 best, best_level, best_key = r, level, key
         r = st.ri[r, RI_NXT]

@@ -309,7 +309,8 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *, rpm_grid: Mapping[
     KV-connector and attention axes must be at their defaults (their presets are not modelled here yet).
     Runs serially (it is itself a sweep point); bind the keywords with :func:`functools.partial`.
     """
-    from .setups import offered_point
+    from ..cluster.config import GlobalStore
+    from .setups import TESTBEDS, offered_point
 
     defaults = Variant()
     fixed = [a for a in ("workload", "kv_connector", "attention") if getattr(variant, a) != getattr(defaults, a)]
@@ -317,13 +318,14 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *, rpm_grid: Mapping[
         raise ValueError(f"peak_compute models only the gpu and store axes; {variant.name} sets {fixed}")
     if variant.gpu not in rpm_grid:
         raise ValueError(f"no offered-load grid for gpu {variant.gpu!r}; have {sorted(rpm_grid)}")
+    store = GlobalStore.parse(variant.store, tp=TESTBEDS[testbed][2])
     rows = []
     for seed in seeds:
         for rpm in rpm_grid[variant.gpu]:
             for policy in policies:
                 summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances,
                                         minutes=minutes, seed=int(seed), warmup_frac=warmup_frac,
-                                        global_store=variant.store, cluster_overrides={"gpu": variant.gpu})
+                                        global_store=store, cluster_overrides={"gpu": variant.gpu})
                 rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": float(rpm),
                              metric: summary[metric]})
     return pd.DataFrame(rows)

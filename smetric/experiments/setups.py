@@ -92,8 +92,8 @@ def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
         global_store = GlobalStore.provisioned(tp)
     elif global_store is not None and not isinstance(global_store, GlobalStore):
         raise TypeError(f"global_store must be a GlobalStore, None or {PROVISIONED!r}, got {global_store!r}")
-    return ClusterConfig(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store,
-                         **{**TESTBED_DEFAULTS, **overrides})
+    fields = dict(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store)
+    return ClusterConfig(**{**fields, **TESTBED_DEFAULTS, **overrides})
 
 
 #: Offered loads at or below this many requests/min/instance are thinned from one workload

@@ -224,7 +224,7 @@ def leave_one_model_out(efficiencies: dict[str, Efficiency] | None = None) -> pd
     efficiencies = efficiencies or load_efficiencies()
     tables = []
     for fields, frame in ((LINEAR_FIELDS, profiles.all_linear()), (ATTENTION_FIELDS, profiles.all_attention())):
-        for (dataset, gpu), sub in frame.groupby(["dataset", "gpu"]):
+        for (_dataset, gpu), sub in frame.groupby(["dataset", "gpu"]):
             models = sorted(sub["model"].unique())
             for held_out in models if len(models) > 1 else []:
                 train, test = sub[sub["model"] != held_out], sub[sub["model"] == held_out]

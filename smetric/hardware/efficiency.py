@@ -73,8 +73,8 @@ class Efficiency:
             raise ValueError(f"Efficiency.roof_sharpness must be in [1, 64], got {self.roof_sharpness}")
         if self.decode_mixed_factor < 1.0:
             raise ValueError(f"Efficiency.decode_mixed_factor must be >= 1, got {self.decode_mixed_factor}")
-        for name in ("ramp_tokens", "layer_floor_s", "attn_token_s", "elem_bytes_hidden", "elem_bytes_ffn", "attn_floor_s",
-                     "decode_seq_s", "allreduce_latency_s", "iteration_overhead_s"):
+        for name in ("ramp_tokens", "layer_floor_s", "attn_token_s", "elem_bytes_hidden", "elem_bytes_ffn",
+                     "attn_floor_s", "decode_seq_s", "allreduce_latency_s", "iteration_overhead_s"):
             value = getattr(self, name)
             if not value >= 0.0:
                 raise ValueError(f"Efficiency.{name} must be >= 0, got {value}")

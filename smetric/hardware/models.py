@@ -57,7 +57,8 @@ class ModelSpec:
             if getattr(self, f) <= 0:
                 raise ValueError(f"model {self.name!r}: {f} must be > 0, got {getattr(self, f)}")
         if self.heads % self.kv_heads:
-            raise ValueError(f"model {self.name!r}: heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+            raise ValueError(f"model {self.name!r}: heads ({self.heads}) must be a multiple of "
+                             f"kv_heads ({self.kv_heads})")
         if self.is_moe:
             if not 0 < self.active_experts <= self.experts or self.expert_ffn <= 0:
                 raise ValueError(f"model {self.name!r}: MoE needs 0 < active_experts <= experts and expert_ffn > 0")

@@ -39,9 +39,22 @@ import numpy as np
 from .efficiency import Efficiency, efficiency_for
 from .gpus import GPUSpec, get_gpu
 from .kernel import (
-    C_ALLREDUCE_PER_TOKEN, C_ATTN_DECODE, C_ATTN_PREFILL, C_ATTN_PREFILL_TOKEN, C_DECODE_MIXED_FACTOR, C_ELEM_PER_TOKEN, C_HALF_EFF_TOKENS,
-    C_LIN_MEM, C_LIN_PER_TOKEN, C_MOE_EXPERT_FRAC, C_MOE_MEM, C_OVERHEAD, C_PER_DECODE,
-    C_ROOF_SHARPNESS, N_COEF, prefill_attn_work,
+    C_ALLREDUCE_PER_TOKEN,
+    C_ATTN_DECODE,
+    C_ATTN_PREFILL,
+    C_ATTN_PREFILL_TOKEN,
+    C_DECODE_MIXED_FACTOR,
+    C_ELEM_PER_TOKEN,
+    C_HALF_EFF_TOKENS,
+    C_LIN_MEM,
+    C_LIN_PER_TOKEN,
+    C_MOE_EXPERT_FRAC,
+    C_MOE_MEM,
+    C_OVERHEAD,
+    C_PER_DECODE,
+    C_ROOF_SHARPNESS,
+    N_COEF,
+    prefill_attn_work,
 )
 from .models import BYTES_BF16, ModelSpec, get_model
 
@@ -99,7 +112,8 @@ class PerfModel:
         if model.heads % tp:
             raise ValueError(f"tp={tp} does not divide the {model.heads} query heads of {model.name}")
         if model.kv_heads % tp and tp % model.kv_heads:
-            raise ValueError(f"tp={tp} neither divides nor is a multiple of the {model.kv_heads} KV heads of {model.name}")
+            raise ValueError(f"tp={tp} neither divides nor is a multiple of the {model.kv_heads} KV heads "
+                             f"of {model.name}")
         if self.max_batched_tokens < 1:
             raise ValueError(f"max_batched_tokens must be >= 1, got {self.max_batched_tokens}")
         for name in ("weight_dtype", "kv_dtype"):
@@ -253,7 +267,8 @@ class PerfModel:
                           f"{self.model.max_positions}; the time is extrapolated", ContextRangeWarning, stacklevel=3)
 
     def iteration_time(self, prefill=(), decode=()) -> float:
-        """Seconds of one iteration running prefill chunks ``[(new, cached), ...]`` and decode contexts ``[ctx, ...]``."""
+        """Seconds of one iteration running prefill chunks ``[(new, cached), ...]`` and decode contexts
+        ``[ctx, ...]``."""
         n_tokens, attn = 0.0, 0.0
         for new, cached in prefill:
             if new < 1 or cached < 0:

@@ -30,7 +30,8 @@ PID = 11
 
 SPEC = PolicySpec(
     "aibrix", PID, "best prefix match among pods under mean + sigma*std running (min-running pods if imbalanced)",
-    "vllm-project/aibrix pkg/plugins/gateway/algorithms/prefix_cache.go (code defaults 8 / 1 sigma; README says 16 / 2)",
+    "vllm-project/aibrix pkg/plugins/gateway/algorithms/prefix_cache.go "
+    "(code defaults 8 / 1 sigma; README says 16 / 2)",
     "gateway in-flight count (exact); prefix index of routed prompts with a 20 min TTL (no engine feedback) or, "
     "with cache_view=engine, the exact local hit (KV-event sync mode)",
     params={"imbalance": 8.0, "sigma_factor": 1.0, "index_ttl": 1200.0, "cache_view": "router"},

@@ -25,8 +25,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..hardware.kernel import (C_ALLREDUCE_PER_TOKEN, C_ATTN_DECODE, C_ATTN_PREFILL, C_ATTN_PREFILL_TOKEN,
-                               C_ELEM_PER_TOKEN, C_LIN_PER_TOKEN, C_PER_DECODE, N_COEF)
+from ..hardware.kernel import (
+    C_ALLREDUCE_PER_TOKEN,
+    C_ATTN_DECODE,
+    C_ATTN_PREFILL,
+    C_ATTN_PREFILL_TOKEN,
+    C_ELEM_PER_TOKEN,
+    C_LIN_PER_TOKEN,
+    C_PER_DECODE,
+    N_COEF,
+)
 from ..workload.characterize import prefix_reuse
 from ..workload.core import Workload
 

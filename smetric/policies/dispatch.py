@@ -6,8 +6,20 @@ import sys
 
 from numba import njit
 
-from . import aibrix, affinity, bailian, dynamo, llmd, lmetric, load_only, mooncake, preble, sglang
-from . import smetric_policy, vllm_router
+from . import (
+    affinity,
+    aibrix,
+    bailian,
+    dynamo,
+    llmd,
+    lmetric,
+    load_only,
+    mooncake,
+    preble,
+    sglang,
+    smetric_policy,
+    vllm_router,
+)
 from .cache_guard import policy_sources, refresh_module
 
 

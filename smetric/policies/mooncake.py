@@ -32,7 +32,8 @@ from .spec import PolicySpec
 PID = 13
 
 SPEC = PolicySpec(
-    "mooncake", PID, "argmin estimated TTFT = transfer + queue + prefill(L, prefix); pull the best prefix if >= theta x local",
+    "mooncake", PID,
+    "argmin estimated TTFT = transfer + queue + prefill(L, prefix); pull the best prefix if >= theta x local",
     "Mooncake (FAST'25) Algorithm 1, kvcache_balancing_threshold theta (no published default: swept)",
     "local and global-store hits (KV events: exact), queued prefill in attention-aware units (predicted queue time)",
     params={"theta": 1.5, "transfer_rate": 2.5e5}, ranges={"theta": POSITIVE, "transfer_rate": POSITIVE},

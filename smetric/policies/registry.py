@@ -9,8 +9,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import aibrix, affinity, bailian, dynamo, llmd, lmetric, load_only, mooncake, preble, sglang
-from . import smetric_policy, vllm_router
+from . import (
+    affinity,
+    aibrix,
+    bailian,
+    dynamo,
+    llmd,
+    lmetric,
+    load_only,
+    mooncake,
+    preble,
+    sglang,
+    smetric_policy,
+    vllm_router,
+)
 from .spec import PolicySpec
 
 _REGISTRY: dict[str, PolicySpec] = {}

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from .base import (V_HIT_DRAM, V_HIT_GLOBAL, V_HIT_HBM, V_IN_FLIGHT, V_N_RUNNING, V_N_WAITING,
-                   V_QUEUED_TOKENS)
+from .base import V_HIT_DRAM, V_HIT_GLOBAL, V_HIT_HBM, V_IN_FLIGHT, V_N_RUNNING, V_N_WAITING, V_QUEUED_TOKENS
 
 # codes of the load signals shared by least-load and power-of-two
 LOAD_SIGNALS = ("in_flight", "queued_tokens", "batch_size")

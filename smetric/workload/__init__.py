@@ -1,15 +1,15 @@
 """Workloads: the columnar Workload, trace loaders, sessions, the synthetic generator and its presets,
 characterization."""
 
-from .core import Workload, WorkloadError, n_blocks_for
 from .catalog import TRACES, data_dir, trace_names, trace_path
+from .characterize import characterize, prefix_reuse, session_token_lorenz
+from .core import Workload, WorkloadError, n_blocks_for
 from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
+from .kvcache_tester import Conversations, read_conversations
 from .loaders import FORMATS, LoadedTrace, TraceLimits, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
 from .turns import turn_of
 from .writers import write_bailian, write_mooncake, write_trace
-from .kvcache_tester import Conversations, read_conversations
-from .characterize import characterize, prefix_reuse, session_token_lorenz
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "TRACES", "data_dir", "trace_names", "trace_path",

@@ -301,7 +301,8 @@ def _clock_ns(text: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------- blocks
-def _hashed_blocks(hash_lists: list[list[int]], input_len: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _hashed_blocks(hash_lists: list[list[int]], input_len: np.ndarray,
+                   block_size: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR block arrays from per-request hash lists, padding short lists with fresh unique ids."""
     need = n_blocks_for(input_len, block_size)
     have = np.fromiter((len(h) for h in hash_lists), dtype=np.int64, count=len(hash_lists))

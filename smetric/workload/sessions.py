@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+
 from .core import Workload
 
 __all__ = ["infer_parents", "chain_sessions", "arrival_gaps", "infer_sessions"]
