@@ -21,7 +21,7 @@ def conversation_stats(conversation):
     return characterize(conversation)
 
 
-# ------------------------------------------------------------------ published numbers (shared/traces/README.md)
+# ------------------------------------------------------------------ published numbers (Mooncake FAST'25 traces)
 def test_conversation_reuse_matches_published(conversation_stats):
     s = conversation_stats
     assert s["reuse_ratio"] == pytest.approx(0.3736, abs=5e-4)

@@ -87,7 +87,7 @@ def test_gpu_specs_from_the_reference_table():
     assert get_gpu("h20").bf16_flops == 148e12 and get_gpu("h20").mem_bw == 4.0e12
     assert get_gpu("h800").nvlink_bw < get_gpu("h100").nvlink_bw
     assert get_gpu("l20").nvlink_bw == 0 and get_gpu("l20").tp_link_bw == get_gpu("l20").host_link_bw
-    # ridge points quoted in perfmodel.md section 3.1
+    # ridge points = datasheet peak FLOP/s / HBM bandwidth
     assert get_gpu("a100").ridge_tokens == pytest.approx(153, rel=0.01)
     assert get_gpu("h20").ridge_tokens == pytest.approx(37, rel=0.01)
 
@@ -101,7 +101,7 @@ def test_bad_spec_fails_loudly():
 
 
 def test_fp8_peaks_from_the_reference_table():
-    # perfmodel.md section 3.3: FP8 dense = 2x bf16 on Hopper/Ada parts; A100 has no FP8 tensor cores
+    # datasheets: FP8 dense = 2x bf16 on Hopper/Ada parts; A100 has no FP8 tensor cores
     assert get_gpu("h20").fp8_flops == 296e12 and get_gpu("h100").fp8_flops == 1979e12
     assert get_gpu("h800").has_fp8 and get_gpu("h200").has_fp8 and get_gpu("l20").has_fp8
     assert not get_gpu("a100").has_fp8

@@ -21,7 +21,7 @@ from smetric.workload import (
 from smetric.workload.characterize import characterize, prefix_reuse
 from smetric.workload.kvcache_tester import read_conversations
 
-ORIGINAL = Path("/work/shared/traces/weka_claude_code_traces.tar.gz")
+ORIGINAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "weka_claude_code_traces.tar.gz"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_claude_code_512.py"
 
 # Conversation A: 3 own calls and a sub-agent of 2 calls spawned at t = 6 s; B: 2 calls. Both use local ids 1, 2, 3.
@@ -214,7 +214,7 @@ def test_skip_mode_leaves_out_bad_files(tmp_path):
 def test_claude_code_compact_form_has_the_published_statistics():
     s = characterize(load_trace("claude-code"), lru_blocks=())
     assert s["n_requests"] == 49334 and s["n_sessions"] == 710 + 63 and s["block_size"] == 512
-    assert 0.95 <= s["reuse_ratio"] <= 0.98  # 0.963 at 64-token blocks (shared/traces/README.md)
+    assert 0.95 <= s["reuse_ratio"] <= 0.98  # 0.963 at 64-token blocks (the kv-cache-tester statistics)
     assert s["input_mean"] == pytest.approx(122_379, abs=1) and s["input_p50"] == 103_659
     assert s["output_mean"] == pytest.approx(440.06, abs=0.01) and s["output_p50"] == 216
     assert (s["turns_p50"], s["turns_p90"], s["turns_max"]) == (39, 150, 514)
@@ -242,7 +242,7 @@ def test_compact_script_keeps_every_eighth_id_and_the_reuse(tmp_path):
     assert doc["requests"][3]["hash_ids"] == [8, 16] and "kv-cache-tester" in doc["derived_from"]
 
 
-@pytest.mark.skipif(not ORIGINAL.is_file(), reason="the original archive lives in the project's shared/traces")
+@pytest.mark.skipif(not ORIGINAL.is_file(), reason="the original archive (kv-cache-tester traces) is not beside this checkout")
 def test_original_archive_matches_the_shipped_compact_form():
     original = load_trace(ORIGINAL, format="kvcache-tester")
     assert len(original) == 49334 and original.block_size == 64

@@ -1,7 +1,8 @@
 """Every policy on hand-built instance states: the decision its source algorithm makes, tie-breaks and threshold edges.
 
-Expected choices are worked out by hand from the formulas in shared/reference/policies.md and
-paper.md §3 (the arithmetic is in the comments), not read back from the implementation.
+Expected choices are worked out by hand from the policies' published formulas (each policy's source is in
+its registry entry; SMETRIC: arXiv 2607.08565 §3) -- the arithmetic is in the comments -- not read back
+from the implementation.
 """
 
 import numpy as np

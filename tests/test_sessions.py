@@ -145,7 +145,7 @@ def test_inference_reproduces_the_shipped_reference_sessions_exactly(name):
 
 
 def _pct(values, q):
-    return float(np.percentile(values, q))  # linear interpolation, as in shared/traces/README.md
+    return float(np.percentile(values, q))  # linear interpolation, as the published trace statistics
 
 
 @pytest.mark.parametrize("name, sessions, mean, p90, p99, longest, multi_sessions, multi_requests, "

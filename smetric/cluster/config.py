@@ -1,11 +1,12 @@
 """Cluster configuration: instances, engine limits, KV tiers, SLO and replay (frozen, validated dataclasses).
 
-Link and store defaults come from ``shared/reference/perfmodel.md`` §3.4:
+Link and store defaults (the KV connector's are sourced in ``data/perf/kv_path.json``):
 
-* host DRAM <-> GPU is PCIe-bound: ~20-26 GB/s achieved on Gen4, 40-55 GB/s on Gen5 (per GPU);
+* host DRAM <-> GPU is PCIe-bound: a measured ~25 GB/s peak on Gen4 x16 (ZaidQureshi/bam issue #54);
 * a global KV store (Mooncake Store) is NIC-bound: the Mooncake Transfer Engine measured
-  190 GB/s on 8x400 Gbps RoCE, i.e. ~24 GB/s per GPU of an 8-GPU node, and 87 GB/s on 4x200 Gbps;
-* a P->D transfer over one 400 Gb/s RDMA NIC achieves ~45-48 GB/s.
+  190 GB/s on 8x400 Gbps RoCE, i.e. ~24 GB/s per GPU of an 8-GPU node, and 87 GB/s on 4x200 Gbps
+  (kvcache-ai/Mooncake README);
+* a P->D transfer over one 400 Gb/s RDMA NIC: 50 GB/s line rate, taken as 50 GB/s (an assumption).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class GlobalStore:
         """A store that holds the whole working set, read at ~24 GB/s per GPU of the instance.
 
         24 GB/s per GPU is the Mooncake Transfer Engine's measured 190 GB/s on 8x400 Gbps RoCE
-        shared by the 8 GPUs of a node (perfmodel.md §3.4); an instance of ``tp`` GPUs owns
+        shared by the 8 GPUs of a node (kvcache-ai/Mooncake README); an instance of ``tp`` GPUs owns
         ``tp`` of those NIC shares. The latency (0.5 ms) covers the store's metadata lookup.
         """
         _positive_int("tp", tp)

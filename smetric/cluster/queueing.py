@@ -1,7 +1,8 @@
 """Queue disciplines for an instance's waiting queue: FCFS, the S-Metric score and multi-level queues.
 
 The router decides *where* a request runs; the discipline decides *when*: in which order an
-instance's batch formation tries its waiting requests (``/work/shared/reference/session-scheduler.md``).
+instance's batch formation tries its waiting requests. The S-Metric score and the multi-level queues are
+this project's design of a session-centric discipline (its weights are assumptions, swept in fig12).
 
 * ``fcfs``: routing order, head-of-line blocking (the first candidate whose KV does not fit stops
   admission) -- vLLM's default and the engine's historic behaviour.

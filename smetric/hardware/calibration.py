@@ -261,7 +261,7 @@ def roofline_sanity(models=("llama-3-8b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-
                     gpus=("a100", "h100", "h20", "h200", "l20")) -> pd.DataFrame:
     """Predicted bs=1 decode and 2048-token prefill vs the 100 %-of-peak roofline floors (TP 1).
 
-    The floors are perfmodel.md's table: weights / bandwidth and ``2 * params * 2048`` FLOPs / peak.
+    The floors: weights / HBM bandwidth and ``2 * params * 2048`` FLOPs / bf16 peak (datasheet values, gpus.py).
     Models that do not fit one GPU's memory are still timed (the floor table ignores capacity too).
     """
     rows = []

@@ -1,7 +1,7 @@
 """GPU specifications: bf16 dense FLOP/s, memory capacity and bandwidth, NVLink and host-link bandwidth.
 
-Values are the vendor datasheet figures collected in ``shared/reference/perfmodel.md`` (section 3.3,
-3.4). Memory capacity is the datasheet "GB" figure read as GiB, which is what the driver reports for
+Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20 datasheets and product
+pages; H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is what the driver reports for
 these parts to within 1 %. Link bandwidths are nominal, per direction.
 """
 
@@ -66,7 +66,7 @@ class GPUSpec:
 _PCIE4 = 31.5e9
 _PCIE5 = 63e9
 
-# FP8 dense peaks: perfmodel.md section 3.3 (H100/H800/H200 1979, H20 296, L20 ~239 TFLOPS; A100 has no
+# FP8 dense peaks: NVIDIA datasheets (H100/H800/H200 1979, H20 296, L20 ~239 TFLOPS; A100 has no
 # FP8 tensor cores: vLLM runs FP8 checkpoints there weight-only via FP8 Marlin, vLLM docs "FP8 W8A8").
 GPUS: dict[str, GPUSpec] = {g.name: g for g in (
     GPUSpec("a100", "A100-80G SXM", 312e12, 80 * _GIB, 2.039e12, 300e9, _PCIE4),

@@ -1,6 +1,6 @@
 """``PerfModel``: the time of one engine iteration of a (model, GPU, TP) instance, and its memory budget.
 
-Physics (per iteration, per TP group; ``shared/reference/perfmodel.md`` section 3.1):
+Physics (per iteration, per TP group; the usual roofline accounting, as in Vidur and LLM-Viewer):
 
 * linear layers on a smooth roofline: stream the layer weights once (MoE: only the experts the
   batch touches) vs ``2 * active_params * n_tokens`` FLOPs at a GEMM efficiency that ramps with the

@@ -1,4 +1,4 @@
-"""SMETRIC: balanced session-centric routing (the paper's policy, Fig. 13; paper.md §3.1).
+"""SMETRIC: balanced session-centric routing (the paper's policy, Fig. 13 of arXiv 2607.08565).
 
 * Turn 0 (a new session) -> pure load balance: argmin of ``load(i) * (in_flight(i) + 1)`` with
   ``load(i)`` = queued prefill cost + this request's prefill cost on ``i`` (hits of every tier
@@ -23,7 +23,7 @@ what the store holds).
 
 Prefill rate of the SLO guard (``rate``): ``fixed`` -- the cluster constant ``prefill_rate`` of
 :class:`~smetric.policies.base.PolicyContext`; ``online`` -- a per-instance estimate from what the
-router observes, as the Rust reimplementation measures its rate online (paper.md §3.1: 0.9 quantile of
+router observes, as the Rust reimplementation in blitz-serving/blitz-router measures its rate online (0.9 quantile of
 per-request cost/TTFT over the last 64 requests, at least 8 samples). Policies here see no TTFTs, so a
 sample is the queued prefill cost (in the cost model's units) an instance worked off between two
 arrivals while its queue stayed non-empty: ``(queue after the previous routing - queue now) / elapsed``

@@ -1,4 +1,4 @@
-"""Short names for the trace files in ``data/traces/``: the shipped ones (copies of ``shared/traces``, and
+"""Short names for the trace files in ``data/traces/``: the shipped ones (byte-identical copies of the upstream files named in ``data/traces/ATTRIBUTION.md``, and
 a compact form of the kv-cache-tester Claude Code sessions) and public traces too large to ship, which
 resolve once downloaded there (each entry's ``download`` URL; commands in ``data/traces/README.md``).
 

@@ -1,6 +1,7 @@
 """Workload characterization: prefix reuse (infinite cache, same-session, LRU), reuse distance, session skew.
 
-The reuse rules follow ``shared/traces/README.md`` ("How the statistics were computed"):
+The reuse rules (the ones the Mooncake FAST'25 trace statistics are usually computed with; they reproduce
+the published 37.4 % / 65.1 % prefix reuse of its conversation / synthetic traces):
 
 * requests are processed in arrival order (a :class:`Workload` is already sorted, ties by row);
 * a request hits the longest leading run of its chained block ids seen in an earlier request;

@@ -124,7 +124,7 @@ class SessionWorkloadConfig:
 #: ``long-context``: long agentic-coder prompts. **Not a public trace**: the lengths (input mean
 #: ~33.6k, p50 ~20k, p90 ~88k; output mean ~445, p50 ~80) come from a third-party report on a
 #: private "GLM-5.1 Agentic Coder" production trace (gitea.gahow.org/gahow/agentic-kvc, REPORT.md @
-#: c8ba6665, unverified; ``shared/reference/paper.md`` §4.1); the reuse structure from SMetric §3
+#: c8ba6665, unverified); the reuse structure from SMetric §3
 #: Findings 1-5. 45 requests per minute per instance on 32 instances (Finding 6). It was the only agent
 #: preset of the first figures and stays for comparison. Measured values: 2,000 sessions, seed 0.
 #:
@@ -156,8 +156,8 @@ AGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 
 #: ``bailian-coder``: the preset closest to the paper's traffic (BAILIAN coding agents). Prompt and
 #: reply lengths from the **public** Qwen-Bailian coder trace (``alibaba-edu/qwen-bailian-usagetraces-
-#: anon``, ``qwen_coder_blksz_16.jsonl``, 43,011 requests in 2 h; third-party statistics in
-#: ``shared/reference/paper.md`` §4.2), the reuse structure from SMetric §3 Findings 1-5.
+#: anon``, ``qwen_coder_blksz_16.jsonl``, 43,011 requests in 2 h; statistics as published with the
+#: trace and recomputed by third parties), the reuse structure from SMetric §3 Findings 1-5.
 #:
 #: The two disagree, and **the paper's reuse structure wins**: the public file reaches an ideal hit of
 #: only 0.664 (60 % of it cross-session), with 38.6 % follow-ups and a parent->child gap p50/p90 of
@@ -205,7 +205,7 @@ BAILIAN_CODER_TARGETS: dict[str, tuple[float, float, str]] = {
 
 #: ``toolagent``: the Mooncake tool&agent trace (Kimi, FAST'25 Table 2: 23,608 requests, input mean
 #: 8,596, output mean 182, cache ratio 59 %; third-party recomputation: input p50 6,346, p90 16,810, max
-#: 126,195, infinite-cache prefix reuse 57.1 %; ``shared/reference/traces.md`` §3.2). Its traffic is a
+#: 126,195, infinite-cache prefix reuse 57.1 %, from kvcache-ai/Mooncake FAST25-release/traces/toolagent_trace.jsonl). Its traffic is a
 #: few fixed agent system prompts (~6.1k and ~3k tokens) whose requests emit tool calls of 3-25 tokens,
 #: interleaved with chat-like requests: reuse comes from the shared prompts across independent
 #: requests more than from session history. Modelled as 4 shared system prompts (median 3,700 tokens)
@@ -238,12 +238,12 @@ TOOLAGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 }
 
 #: ``tracelab``: coding-agent sessions of the TraceLab full release (uw-syfi/TraceLab v0.0.1, CC BY 4.0;
-#: real Claude Code and Codex rounds; third-party statistics in ``shared/reference/traces.md`` §3.5):
+#: real Claude Code and Codex rounds; statistics of its round_trace release):
 #: 357,161 rounds in 4,265 sessions (83.7 per session), input p50 124,018 with 61 % of rounds at 100k
 #: or more, provider cache read 95.7 % of input tokens, inter-round gap p50 8.8 s, p99 1,782 s (taken
 #: as arrival to arrival). The output p50 273 is from the 19-round example only (2 sessions): weak.
 #: The ~15k-token system/tool prefix is an assumption (Claude Code's tool_tokens + system_tokens
-#: median in the kv-cache-tester sessions, ``shared/traces/README.md``); 200k-token context (Claude's
+#: median in the kv-cache-tester sessions, callanjfox/kv-cache-tester traces/, shipped as ``claude-code``); 200k-token context (Claude's
 #: window) with compaction to 50k. 512-token blocks. Measured: 300 sessions, seed 0.
 #:
 #: ==============================  ===========  =======================  =================
