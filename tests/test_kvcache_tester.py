@@ -242,7 +242,8 @@ def test_compact_script_keeps_every_eighth_id_and_the_reuse(tmp_path):
     assert doc["requests"][3]["hash_ids"] == [8, 16] and "kv-cache-tester" in doc["derived_from"]
 
 
-@pytest.mark.skipif(not ORIGINAL.is_file(), reason="the original archive (kv-cache-tester traces) is not beside this checkout")
+@pytest.mark.skipif(not ORIGINAL.is_file(),
+                    reason="the original archive (kv-cache-tester traces) is not beside this checkout")
 def test_original_archive_matches_the_shipped_compact_form():
     original = load_trace(ORIGINAL, format="kvcache-tester")
     assert len(original) == 49334 and original.block_size == 64

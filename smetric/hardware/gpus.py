@@ -1,8 +1,8 @@
 """GPU specifications: bf16 dense FLOP/s, memory capacity and bandwidth, NVLink and host-link bandwidth.
 
-Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20 datasheets and product
-pages; H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is what the driver reports for
-these parts to within 1 %. Link bandwidths are nominal, per direction.
+Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20 datasheets and product pages;
+H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is
+what the driver reports for these parts to within 1 %. Link bandwidths are nominal, per direction.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Short names for the trace files in ``data/traces/``: the shipped ones (byte-identical copies of the upstream files named in ``data/traces/ATTRIBUTION.md``, and
-a compact form of the kv-cache-tester Claude Code sessions) and public traces too large to ship, which
-resolve once downloaded there (each entry's ``download`` URL; commands in ``data/traces/README.md``).
+"""Short names for the trace files in ``data/traces/``: the shipped ones (byte-identical copies of the upstream
+files named in ``data/traces/ATTRIBUTION.md``, and a compact form of the kv-cache-tester Claude Code sessions)
+and public traces too large to ship, which resolve once downloaded there (each entry's ``download`` URL;
+commands in ``data/traces/README.md``).
 
 The data directory is the run context's (:mod:`smetric.context`: ``<repo>/data`` unless the
 environment variable ``SMETRIC_DATA`` points elsewhere). Wherever a trace name is accepted, a path works too.

@@ -1,12 +1,12 @@
 """Sessions: inferring them from chained block hashes, and deriving session/turn/gap from parent links.
 
 Traces like Mooncake carry KV block hashes but no session ids. The rule (ours; it reproduces the
-``*.inferred_sessions.csv.gz`` files shipped in ``data/traces/``): request C is a follow-up of an earlier request P when C's block ids begin with *all of P's
-block ids except P's last one* (a partial last block changes its hash once the history grows) and
-that shared run is at least ``min_shared_blocks`` (3) long, so a common system prompt alone links
-nothing. Among the qualifying P, the parent is the one with the deepest shared run, the most recent
-on ties. Because ids are chained, "C's prefix equals P's first k blocks" is the same as "C's block
-``k-1`` equals P's block ``k-1``", which turns the search into a vectorised key match.
+``*.inferred_sessions.csv.gz`` files shipped in ``data/traces/``): request C is a follow-up of an earlier
+request P when C's block ids begin with *all of P's block ids except P's last one* (a partial last block
+changes its hash once the history grows) and that shared run is at least ``min_shared_blocks`` (3) long, so a
+common system prompt alone links nothing. Among the qualifying P, the parent is the one with the deepest
+shared run, the most recent on ties. Because ids are chained, "C's prefix equals P's first k blocks" is the
+same as "C's block ``k-1`` equals P's block ``k-1``", which turns the search into a vectorised key match.
 """
 
 from __future__ import annotations

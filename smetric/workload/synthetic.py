@@ -205,7 +205,8 @@ BAILIAN_CODER_TARGETS: dict[str, tuple[float, float, str]] = {
 
 #: ``toolagent``: the Mooncake tool&agent trace (Kimi, FAST'25 Table 2: 23,608 requests, input mean
 #: 8,596, output mean 182, cache ratio 59 %; third-party recomputation: input p50 6,346, p90 16,810, max
-#: 126,195, infinite-cache prefix reuse 57.1 %, from kvcache-ai/Mooncake FAST25-release/traces/toolagent_trace.jsonl). Its traffic is a
+#: 126,195, infinite-cache prefix reuse 57.1 %, from kvcache-ai/Mooncake
+#: FAST25-release/traces/toolagent_trace.jsonl). Its traffic is a
 #: few fixed agent system prompts (~6.1k and ~3k tokens) whose requests emit tool calls of 3-25 tokens,
 #: interleaved with chat-like requests: reuse comes from the shared prompts across independent
 #: requests more than from session history. Modelled as 4 shared system prompts (median 3,700 tokens)
@@ -243,7 +244,8 @@ TOOLAGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 #: or more, provider cache read 95.7 % of input tokens, inter-round gap p50 8.8 s, p99 1,782 s (taken
 #: as arrival to arrival). The output p50 273 is from the 19-round example only (2 sessions): weak.
 #: The ~15k-token system/tool prefix is an assumption (Claude Code's tool_tokens + system_tokens
-#: median in the kv-cache-tester sessions, callanjfox/kv-cache-tester traces/, shipped as ``claude-code``); 200k-token context (Claude's
+#: median in the kv-cache-tester sessions, callanjfox/kv-cache-tester traces/, shipped as
+#: ``claude-code``); 200k-token context (Claude's
 #: window) with compaction to 50k. 512-token blocks. Measured: 300 sessions, seed 0.
 #:
 #: ==============================  ===========  =======================  =================
