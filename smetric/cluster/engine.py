@@ -208,13 +208,17 @@ N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[
 # taken in the hot loops cost nothing (with it, atomic increfs/decrefs took most of the run time).
 # The exceptions are ``_run`` and ``_arrive``, through which numba compiles the policies' ``route``
 # (callees inherit the caller's runtime flag, and policies may allocate).
+# The engine's read-only inputs: every field copied from EngineInput keeps its name there (and the
+# ClusterConfig's, where it has one); derived fields: dram_slots, global_slots, sample_t0 and the hash-table
+# shift/mask pairs.
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
-    "n", "n_inst", "n_routable", "disagg", "closed", "overlap", "mns", "mbt", "B", "C", "D", "GCAP",
-    "kvb", "dram_bw", "global_bw", "global_lat", "pd_bw", "l_eq", "pid",
+    "n", "n_instances", "n_routable", "disaggregated", "closed", "overlap", "max_num_seqs", "max_batched_tokens",
+    "block_size", "hbm_blocks", "dram_slots", "global_slots",
+    "kv_bytes_per_token", "dram_bw", "global_bw", "global_latency", "pd_bw", "l_eq", "pid",
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
-    "store_replies", "conn", "layerwise", "lookup_s", "load_lat", "load_cap", "write_cap", "pcie_bw",
+    "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask"])
 
@@ -434,7 +438,7 @@ def _hbm_slot(d, st, i, block):
 
 @njit(cache=True, _nrt=False)
 def _dram_slot(d, st, i, block):
-    if d.D == 0:
+    if d.dram_slots == 0:
         return -1
     return h_find(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block)
 
@@ -464,7 +468,7 @@ def _prefix_len(d, st, i, blocks, lo, tier):
 def _hits(d, st, i, blocks, k_global):
     """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store."""
     k1 = _prefix_len(d, st, i, blocks, 0, 0)
-    k2 = _prefix_len(d, st, i, blocks, k1, 1) if d.D > 0 else k1
+    k2 = _prefix_len(d, st, i, blocks, k1, 1) if d.dram_slots > 0 else k1
     return k1, k2, max(k2, k_global)
 
 
@@ -474,9 +478,9 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
     counting the parent's partial tail when the hit reaches its position and the tier holds it."""
     k1, k2, k3 = _hits(d, st, i, blocks, k_global)
     L = d.input_len[r]
-    h1 = k1 * d.B
-    h2 = k2 * d.B
-    h3 = k3 * d.B
+    h1 = k1 * d.block_size
+    h2 = k2 * d.block_size
+    h3 = k3 * d.block_size
     tp = d.tail_pos[r]
     if tp >= 0 and (k1 == tp or k2 == tp or k3 == tp):
         b = d.tail_id[r]
@@ -485,7 +489,7 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
             tier = 0
         elif _dram_slot(d, st, i, b) >= 0:
             tier = 1
-        elif d.GCAP > 0 and st.g_in[b] != 0:
+        elif d.global_slots > 0 and st.g_in[b] != 0:
             tier = 2
         tok = d.tail_tok[r]
         if k1 == tp and tier <= 0:
@@ -509,7 +513,7 @@ def _dram_touch(d, st, i, block):
 @njit(cache=True, _nrt=False)
 def _dram_spill(d, st, i, block):
     """An HBM-evicted block enters this instance's DRAM tier (most recent), evicting its LRU block."""
-    if d.D == 0:
+    if d.dram_slots == 0:
         return
     ds = st.dslot[i]
     s = _dram_slot(d, st, i, block)
@@ -517,7 +521,7 @@ def _dram_spill(d, st, i, block):
         lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
         lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
         return
-    if st.ii[i, II_DSIZE] == d.D:
+    if st.ii[i, II_DSIZE] == d.dram_slots:
         old = st.dends[i, 0]
         lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], old)
         h_delete(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, ds[DS_BLOCK, old])
@@ -588,12 +592,12 @@ def _global_put(d, st, b, tokens):
     st.g_in[b] = 1
     lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
     st.gi[G_SIZE] += 1
-    while st.gi[G_SIZE] > d.GCAP:
+    while st.gi[G_SIZE] > d.global_slots:
         old = st.gi[G_HEAD]
         lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], old)
         st.g_in[old] = 0
         st.gi[G_SIZE] -= 1
-    return tokens * d.kvb
+    return tokens * d.kv_bytes_per_token
 
 
 @njit(cache=True, _nrt=False)
@@ -601,7 +605,7 @@ def _global_write_through(d, st, i, r, t, reply):
     """Write the prompt (and with ``reply`` its reply chain first) to the global store, tail first.
 
     New bytes count as written; with a connector they also start a write transfer from ``i``'s node."""
-    if d.GCAP == 0:
+    if d.global_slots == 0:
         return
     written = 0.0
     if reply:
@@ -610,7 +614,7 @@ def _global_write_through(d, st, i, r, t, reply):
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     L = d.input_len[r]
     for j in range(blocks.shape[0] - 1, -1, -1):
-        written += _global_put(d, st, blocks[j], min(d.B, L - j * d.B))
+        written += _global_put(d, st, blocks[j], min(d.block_size, L - j * d.block_size))
     st.gf[GF_WRITE] += written
     if d.conn and written > 0.0:
         _pool_start(d, st, t, (2 if reply else 1) * d.n + r, d.node_of[i], written)
@@ -646,7 +650,7 @@ def _pool_rates(d, st, t):
             best = x
         x = st.tr_next[x]
     st.gi[G_PNEXT] = best
-    _tree_set(st, d.n_inst, best_t)
+    _tree_set(st, d.n_instances, best_t)
 
 
 @njit(cache=True, _nrt=False)
@@ -700,7 +704,7 @@ def _pool_event(d, st, t):
     i = st.ri[x, RI_INST]
     start = max(t, st.fi[i, FI_LDRAM])
     st.fi[i, FI_LDRAM] = start + st.tr_bytes[x] / d.pcie_bw
-    st.fi[i, FI_LREADY] = max(st.fi[i, FI_LREADY], st.fi[i, FI_LDRAM] + d.load_lat)
+    st.fi[i, FI_LREADY] = max(st.fi[i, FI_LREADY], st.fi[i, FI_LDRAM] + d.load_latency)
     st.ii[i, II_NPEND] -= 1
     if st.ii[i, II_NPEND] == 0:
         st.fi[i, FI_END] = _stall_end(d, st, i)
@@ -782,7 +786,7 @@ def _cache_reply(d, st, i, r):
             if st.ri[r, RI_PRIV] > 0:
                 st.ri[r, RI_PRIV] -= 1
                 st.ii[i, II_PRIV] -= 1
-            elif st.ii[i, II_CACHED] + st.ii[i, II_PRIV] >= d.C:
+            elif st.ii[i, II_CACHED] + st.ii[i, II_PRIV] >= d.hbm_blocks:
                 if st.hends[i, 0] < 0:
                     break
                 _hbm_evict_lru(d, st, i)
@@ -833,7 +837,7 @@ def _cache_prompt(d, st, i, r, t):
 
 @njit(cache=True, _nrt=False)
 def _global_prefix(d, st, blocks):
-    if d.GCAP == 0:
+    if d.global_slots == 0:
         return 0
     return _prefix_len(d, st, 0, blocks, 0, 2)
 
@@ -844,20 +848,20 @@ def _admit(d, st, i, r, t):
     """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready)."""
     L = d.input_len[r]
     if st.ii[i, II_ROLE] == DECODE_ROLE:
-        total = _n_blocks(L + d.n_out[r], d.B)
-        if st.ii[i, II_PRIV] + total > d.C:
+        total = _n_blocks(L + d.n_out[r], d.block_size)
+        if st.ii[i, II_PRIV] + total > d.hbm_blocks:
             return False, t
         st.ii[i, II_PRIV] += total
         st.ri[r, RI_PRIV] = total
         st.ii[i, II_KV_VERSION] += 1
         start = max(t, st.fi[i, FI_LPD])
-        st.fi[i, FI_LPD] = start + L * d.kvb / d.pd_bw
-        st.fi[i, FI_PDR] += L * d.kvb
+        st.fi[i, FI_LPD] = start + L * d.kv_bytes_per_token / d.pd_bw
+        st.fi[i, FI_PDR] += L * d.kv_bytes_per_token
         st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
         return True, st.fi[i, FI_LPD]
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     nb = blocks.shape[0]
-    total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.B)
+    total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.block_size)
     k1, k2, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     hs = st.hslot[i]
     newly = 0
@@ -868,13 +872,13 @@ def _admit(d, st, i, r, t):
         if hs[HS_REF, slot] == 0:
             newly += 1
     need = total - k1
-    if st.ii[i, II_PINNED] + newly + st.ii[i, II_PRIV] + need > d.C:
+    if st.ii[i, II_PINNED] + newly + st.ii[i, II_PRIV] + need > d.hbm_blocks:
         return False, t
     for j in range(k1):
         _hbm_pin(d, st, i, _hbm_slot(d, st, i, blocks[j]))
     for j in range(k2 - 1, k1 - 1, -1):
         _dram_touch(d, st, i, blocks[j])
-    while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + need > d.C:
+    while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + need > d.hbm_blocks:
         _hbm_evict_lru(d, st, i)
     st.ii[i, II_PRIV] += need
     st.ri[r, RI_PRIV] = need
@@ -891,19 +895,19 @@ def _admit(d, st, i, r, t):
     ready = t
     if h2 - h1 > 0:
         start = max(t, st.fi[i, FI_LDRAM])
-        st.fi[i, FI_LDRAM] = start + (h2 - h1) * d.kvb / d.dram_bw
+        st.fi[i, FI_LDRAM] = start + (h2 - h1) * d.kv_bytes_per_token / d.dram_bw
         ready = max(ready, st.fi[i, FI_LDRAM])
-        st.fi[i, FI_DRAMR] += (h2 - h1) * d.kvb
+        st.fi[i, FI_DRAMR] += (h2 - h1) * d.kv_bytes_per_token
     if h3 - h2 > 0:
         if d.conn:  # a transfer in the node's pool; the batch waits for it (st.ii[i, II_NPEND])
-            st.tr_bytes[r] = (h3 - h2) * d.kvb
+            st.tr_bytes[r] = (h3 - h2) * d.kv_bytes_per_token
             _pool_start(d, st, t, r, d.node_of[i], st.tr_bytes[r])
             st.ii[i, II_NPEND] += 1
         else:
             start = max(t, st.fi[i, FI_LNET])
-            st.fi[i, FI_LNET] = start + (h3 - h2) * d.kvb / d.global_bw
-            ready = max(ready, st.fi[i, FI_LNET] + d.global_lat)
-        st.fi[i, FI_GLOBR] += (h3 - h2) * d.kvb
+            st.fi[i, FI_LNET] = start + (h3 - h2) * d.kv_bytes_per_token / d.global_bw
+            ready = max(ready, st.fi[i, FI_LNET] + d.global_latency)
+        st.fi[i, FI_GLOBR] += (h3 - h2) * d.kv_bytes_per_token
     return True, ready
 
 
@@ -926,7 +930,7 @@ def _next_candidate(d, st, i, t, free, step):
     r = st.ii[i, II_WHEAD]
     while r >= 0:
         if st.qmark[r, QM_TRIED] != step and st.qmark[r, QM_FAILED] != version:
-            need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.B))
+            need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.block_size))
             level, key = rank_nb(st.gf[GF_QUEUE:], st.rf[r, RF_CCOST] + st.rf[r, RF_DECODE_EST], d.priority[r],
                                  d.turn[r], st.rf[r, RF_ARR], t, need, free)
             if level > best_level or (level == best_level and key > best_key):
@@ -973,7 +977,7 @@ def _add_chunk(st, i, r, budget):
 def _form_batch(d, st, i, t):
     """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
     _activate(d, st, i, t)
-    budget = d.mbt - st.ii[i, II_NDEC]
+    budget = d.max_batched_tokens - st.ii[i, II_NDEC]
     st.ii[i, II_NBATCH] = 0
     r = st.ii[i, II_PHEAD]
     while r >= 0 and budget > 0:
@@ -989,10 +993,10 @@ def _form_batch(d, st, i, t):
     free = 1.0
     step = 0
     if not fcfs:
-        free = float(max(d.C - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
+        free = float(max(d.hbm_blocks - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
         st.gi[G_QSTEP] += 1
         step = st.gi[G_QSTEP]
-    while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.mns:
+    while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.max_num_seqs:
         r = _next_candidate(d, st, i, t, free, step)
         if r < 0:
             break  # FCFS: the head did not fit and the KV state has not changed; ranked: none left
@@ -1047,14 +1051,14 @@ def _form_batch(d, st, i, t):
             ntok += c
         st.fi[i, FI_BASE] = iteration_time_nb(d.coef, float(ntok), pattn, sdec, fdec)
         if conn:
-            st.fi[i, FI_BASE] += (ntok - n_dec + saved) * d.kvb / d.pcie_bw
+            st.fi[i, FI_BASE] += (ntok - n_dec + saved) * d.kv_bytes_per_token / d.pcie_bw
         st.fi[i, FI_STEP] = 0.0
         k_run = 1
     else:
         base = iteration_time_nb(d.coef, fdec, 0.0, sdec, fdec)
         st.fi[i, FI_STEP] = iteration_time_nb(d.coef, fdec, 0.0, sdec + fdec, fdec) - base
         if saved > 0:
-            base += saved * d.kvb / d.pcie_bw
+            base += saved * d.kv_bytes_per_token / d.pcie_bw
         st.fi[i, FI_BASE] = base
         k_run = st.dheap[i, 0] // d.n - st.ii[i, II_ITER]
     st.fi[i, FI_FORM] = t
@@ -1156,7 +1160,7 @@ def _hand_over(d, st, src, n_hand, t):
     for k in range(n_hand):
         r = st.handoff[k]
         best = d.n_routable
-        for j in range(d.n_routable + 1, d.n_inst):
+        for j in range(d.n_routable + 1, d.n_instances):
             if st.ii[j, II_INFLIGHT] < st.ii[best, II_INFLIGHT]:
                 best = j
         _sample_until(d, st, best, t)
@@ -1169,7 +1173,7 @@ def _hand_over(d, st, src, n_hand, t):
         st.ii[best, II_CTX] += d.input_len[r] + 1
         st.ii[best, II_ROUTED] += 1
         st.mark[best] = 1
-    for j in range(d.n_routable, d.n_inst):
+    for j in range(d.n_routable, d.n_instances):
         if st.mark[j] == 1:
             st.mark[j] = 0
             if st.ii[j, II_BUSY] == 0:
@@ -1202,7 +1206,7 @@ def _build_view(d, st, r, t):
         v[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
         v[i, pb.V_IN_FLIGHT] = st.ii[i, II_INFLIGHT]
         v[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
-        v[i, pb.V_KV_CAPACITY] = d.C
+        v[i, pb.V_KV_CAPACITY] = d.hbm_blocks
         v[i, pb.V_CONTEXT_TOKENS] = ctx
         if h3 != cost_hit:
             cost_hit = h3
@@ -1216,7 +1220,7 @@ def _arrive(d, st, r, t):
     st.rf[r, RF_ARR] = t
     L = d.input_len[r]
     nb = d.block_offsets[r + 1] - d.block_offsets[r]
-    if _n_blocks(L + d.n_out[r], d.B) > d.C or nb > d.C:
+    if _n_blocks(L + d.n_out[r], d.block_size) > d.hbm_blocks or nb > d.hbm_blocks:
         st.ri[r, RI_REASON] = 1
         _release_children(d, st, r, t)
         return
@@ -1235,7 +1239,7 @@ def _arrive(d, st, r, t):
         raise ValueError("the routing policy returned an instance index out of range")
     _sample_until(d, st, i, t)
     st.ri[r, RI_INST] = i
-    if not d.disagg:
+    if not d.disaggregated:
         st.ri[r, RI_DINST] = i
     st.ri[r, RI_STATE] = WAITING
     _list_append(st, i, II_WHEAD, II_WTAIL, r)
@@ -1267,7 +1271,7 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
-            if i == d.n_inst:
+            if i == d.n_instances:
                 _pool_event(d, st, ti)
                 continue
             _sample_until(d, st, i, ti)
@@ -1289,7 +1293,7 @@ def _run(d, st, max_arrivals):
 
 @njit(cache=True, _nrt=False)
 def _finalize(d, st):
-    for i in range(d.n_inst):
+    for i in range(d.n_instances):
         _sample_until(d, st, i, st.gf[GF_NOW])
 
 
@@ -1304,16 +1308,16 @@ def _make_data(inp: EngineInput) -> EngineData:
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
         block_ids=inp.block_ids, child_offsets=inp.child_offsets, children=inp.children, coef=inp.coef,
         params=inp.params, rand=inp.rand, n=int(inp.n),
-        n_inst=int(inp.n_instances),
-        n_routable=int(inp.n_routable), disagg=bool(inp.disaggregated), closed=bool(inp.closed),
-        overlap=bool(inp.overlap), mns=int(inp.max_num_seqs), mbt=int(inp.max_batched_tokens),
-        B=int(inp.block_size), C=int(inp.hbm_blocks), D=int(d_cap), GCAP=int(gcap),
-        kvb=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
-        global_lat=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
+        n_instances=int(inp.n_instances),
+        n_routable=int(inp.n_routable), disaggregated=bool(inp.disaggregated), closed=bool(inp.closed),
+        overlap=bool(inp.overlap), max_num_seqs=int(inp.max_num_seqs), max_batched_tokens=int(inp.max_batched_tokens),
+        block_size=int(inp.block_size), hbm_blocks=int(inp.hbm_blocks), dram_slots=int(d_cap), global_slots=int(gcap),
+        kv_bytes_per_token=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
+        global_latency=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
         reply_offsets=inp.reply_offsets, reply_ids=inp.reply_ids, reply_tokens=inp.reply_tokens,
         tail_pos=inp.tail_pos, tail_id=inp.tail_id, tail_tok=inp.tail_tok, cache_replies=bool(inp.cache_replies),
         store_replies=bool(inp.store_replies), conn=bool(inp.conn), layerwise=bool(inp.layerwise),
-        lookup_s=float(inp.lookup_s), load_lat=float(inp.load_latency), load_cap=float(inp.load_cap),
+        lookup_s=float(inp.lookup_s), load_latency=float(inp.load_latency), load_cap=float(inp.load_cap),
         write_cap=float(inp.write_cap), pcie_bw=float(inp.pcie_bw), store_total=float(inp.store_total),
         node_of=inp.node_of, node_bw=inp.node_bw,
         sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
@@ -1334,18 +1338,18 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     if inp.disaggregated:
         ii[:inp.n_routable, II_ROLE] = PREFILL_ROLE
         ii[inp.n_routable:, II_ROLE] = DECODE_ROLE
-    ii[:, II_NFREE] = d.C
-    ii[:, II_DNFREE] = d.D
+    ii[:, II_NFREE] = d.hbm_blocks
+    ii[:, II_DNFREE] = d.dram_slots
     fi = np.zeros((m, N_FI))
     fi[:, [FI_END, FI_WAKE, FI_MINREADY]] = np.inf
-    hkeys, hvals, _, _ = new_table(m, d.C)
-    dkeys, dvals, _, _ = new_table(m if d.D else 1, max(d.D, 1))
-    hslot = np.full((m, 4, d.C), -1, dtype=np.int64)
+    hkeys, hvals, _, _ = new_table(m, d.hbm_blocks)
+    dkeys, dvals, _, _ = new_table(m if d.dram_slots else 1, max(d.dram_slots, 1))
+    hslot = np.full((m, 4, d.hbm_blocks), -1, dtype=np.int64)
     hslot[:, HS_REF] = 0
-    hfree = np.tile(np.arange(d.C - 1, -1, -1, dtype=np.int64), (m, 1))
-    dslots = max(d.D, 1)
-    dslot = np.full((m if d.D else 1, 3, dslots), -1, dtype=np.int64)
-    dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.D else 1, 1))
+    hfree = np.tile(np.arange(d.hbm_blocks - 1, -1, -1, dtype=np.int64), (m, 1))
+    dslots = max(d.dram_slots, 1)
+    dslot = np.full((m if d.dram_slots else 1, 3, dslots), -1, dtype=np.int64)
+    dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.dram_slots else 1, 1))
     u = max(inp.n_unique, 1) if inp.global_blocks else 1
     gi = np.zeros(N_GI, dtype=np.int64)
     gi[G_HEAD] = gi[G_TAIL] = -1
@@ -1370,7 +1374,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     return EngineState(
         ri=ri, rf=rf, ii=ii, fi=fi, hkeys=hkeys, hvals=hvals, hslot=hslot, hfree=hfree,
         hends=np.full((m, 2), -1, dtype=np.int64), dkeys=dkeys, dvals=dvals, dslot=dslot, dfree=dfree,
-        dends=np.full((m if d.D else 1, 2), -1, dtype=np.int64), g_in=np.zeros(u, dtype=np.int8),
+        dends=np.full((m if d.dram_slots else 1, 2), -1, dtype=np.int64), g_in=np.zeros(u, dtype=np.int8),
         g_prev=np.full(u, -1, dtype=np.int64), g_next=np.full(u, -1, dtype=np.int64), gi=gi, gf=gf,
         ah_t=ah_t, ah_r=ah_r, tt_t=tt_t, tt_i=tt_i, dheap=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
         batch_r=np.zeros((m, inp.max_num_seqs), dtype=np.int64),

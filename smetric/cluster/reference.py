@@ -95,9 +95,9 @@ class _Reference:
     def __init__(self, inp: EngineInput):
         self.inp = inp
         self.fcfs = int(inp.queue[Q_KIND]) == FCFS
-        self.B = inp.block_size
-        self.C = inp.hbm_blocks
-        self.kvb = inp.kv_bytes_per_token
+        self.block_size = inp.block_size
+        self.hbm_blocks = inp.hbm_blocks
+        self.kv_bytes_per_token = inp.kv_bytes_per_token
         self.req = [_Req(r, inp) for r in range(inp.n)]
         roles = (["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
                  if inp.disaggregated else ["colocated"] * inp.n_instances)
@@ -135,7 +135,8 @@ class _Reference:
                  lambda b: b in inst.ref or b in inst.dram or b in self.glob)
         ks = [self._prefix(q.blocks, present) for present in tiers]
         pos, tail, tok = q.tail
-        hs = [min(k * self.B + (tok if k == pos and present(tail) else 0), q.L - 1) for k, present in zip(ks, tiers)]
+        hs = [min(k * self.block_size + (tok if k == pos and present(tail) else 0), q.L - 1)
+              for k, present in zip(ks, tiers)]
         return (*ks, *hs)
 
     def _spill(self, inst: _Inst, block: int) -> None:
@@ -165,7 +166,7 @@ class _Reference:
         """The prompt (after the reply chain, with ``reply``) goes to the global store, tail first."""
         if self.inp.global_blocks == 0:
             return
-        chain = list(zip(q.blocks, [min(self.B, q.L - j * self.B) for j in range(len(q.blocks))]))
+        chain = list(zip(q.blocks, [min(self.block_size, q.L - j * self.block_size) for j in range(len(q.blocks))]))
         if reply:
             chain += list(zip(q.reply, q.reply_tok))
         written = 0.0
@@ -174,7 +175,7 @@ class _Reference:
                 self.glob.move_to_end(b)
             else:
                 self.glob[b] = None
-                written += tokens * self.kvb
+                written += tokens * self.kv_bytes_per_token
                 while len(self.glob) > self.inp.global_blocks:
                     self.glob.popitem(last=False)
         self.global_write += written
@@ -259,21 +260,21 @@ class _Reference:
         """Reserve KV and start the loads; the load's end time, or None if the KV does not fit."""
         inp = self.inp
         if inst.role == "decode":
-            total = _n_blocks(q.L + q.n_out, self.B)
-            if inst.private + total > self.C:
+            total = _n_blocks(q.L + q.n_out, self.block_size)
+            if inst.private + total > self.hbm_blocks:
                 return None
             inst.private += total
             q.private = total
             start = max(t, inst.link_pd)
-            inst.link_pd = start + q.L * self.kvb / inp.pd_bw
-            inst.stats["pd_read"] += q.L * self.kvb
+            inst.link_pd = start + q.L * self.kv_bytes_per_token / inp.pd_bw
+            inst.stats["pd_read"] += q.L * self.kv_bytes_per_token
             inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
             return inst.link_pd
-        total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.B)
+        total = len(q.blocks) if inst.role == "prefill" else _n_blocks(q.L + q.n_out, self.block_size)
         k1, k2, _, h1, h2, h3 = self._hits(inst, q)
         newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
         need = total - k1
-        if inst.pinned + newly_pinned + inst.private + need > self.C:
+        if inst.pinned + newly_pinned + inst.private + need > self.hbm_blocks:
             return None
         for b in q.blocks[:k1]:
             if inst.ref[b] == 0:
@@ -282,7 +283,7 @@ class _Reference:
         for j in range(k2 - 1, k1 - 1, -1):
             if q.blocks[j] in inst.dram:
                 inst.dram.move_to_end(q.blocks[j])
-        while len(inst.ref) + inst.private + need > self.C:
+        while len(inst.ref) + inst.private + need > self.hbm_blocks:
             victim, _ = inst.lru.popitem(last=False)
             del inst.ref[victim]
             self._spill(inst, victim)
@@ -298,18 +299,18 @@ class _Reference:
         ready = t
         if h2 - h1 > 0:
             start = max(t, inst.link_dram)
-            inst.link_dram = start + (h2 - h1) * self.kvb / inp.dram_bw
+            inst.link_dram = start + (h2 - h1) * self.kv_bytes_per_token / inp.dram_bw
             ready = max(ready, inst.link_dram)
-            inst.stats["dram_read"] += (h2 - h1) * self.kvb
+            inst.stats["dram_read"] += (h2 - h1) * self.kv_bytes_per_token
         if h3 - h2 > 0:
             if inp.conn:
-                self._transfer_start(q.row, inst, (h3 - h2) * self.kvb, t)
+                self._transfer_start(q.row, inst, (h3 - h2) * self.kv_bytes_per_token, t)
                 inst.pending += 1
             else:
                 start = max(t, inst.link_net)
-                inst.link_net = start + (h3 - h2) * self.kvb / inp.global_bw
+                inst.link_net = start + (h3 - h2) * self.kv_bytes_per_token / inp.global_bw
                 ready = max(ready, inst.link_net + inp.global_latency)
-            inst.stats["global_read"] += (h3 - h2) * self.kvb
+            inst.stats["global_read"] += (h3 - h2) * self.kv_bytes_per_token
         return ready
 
     # ------------------------------------------------------------------ iterations
@@ -319,12 +320,12 @@ class _Reference:
             return list(inst.waiting)
         inp = self.inp
         reqs = [self.req[r] for r in inst.waiting]
-        free = float(max(self.C - inst.pinned - inst.private, 1))
+        free = float(max(self.hbm_blocks - inst.pinned - inst.private, 1))
         order = queue_order(
             inp.queue, est=[q.contrib[1] + inp.decode_est[q.row] for q in reqs],
             priority=[inp.priority[q.row] for q in reqs], turn=[inp.turn[q.row] for q in reqs],
             arrival=[self.out["arrival"][q.row] for q in reqs], now=t,
-            need=[float(_n_blocks(q.contrib[0] + q.n_out, self.B)) for q in reqs], free=free)
+            need=[float(_n_blocks(q.contrib[0] + q.n_out, self.block_size)) for q in reqs], free=free)
         return [inst.waiting[k] for k in order]
 
     def _form_batch(self, inst: _Inst, t: float) -> None:
@@ -391,7 +392,7 @@ class _Reference:
         if conn:  # the GPU->host copy of what the store receives: computed prompt tokens (and decodes)
             saved = ntok - n_dec + (n_dec if inp.store_replies else 0)
             if saved > 0:
-                dt += saved * self.kvb / inp.pcie_bw
+                dt += saved * self.kv_bytes_per_token / inp.pcie_bw
         inst.busy = True
         inst.start = t
         inst.end = t + wait + dt
@@ -452,7 +453,7 @@ class _Reference:
                 if q.private > 0:
                     q.private -= 1
                     inst.private -= 1
-                elif len(inst.ref) + inst.private >= self.C:
+                elif len(inst.ref) + inst.private >= self.hbm_blocks:
                     if not inst.lru:
                         break
                     victim, _ = inst.lru.popitem(last=False)
@@ -512,8 +513,8 @@ class _Reference:
 
     # ------------------------------------------------------------------ routing
     def _too_large(self, q: _Req) -> bool:
-        full = _n_blocks(q.L + q.n_out, self.B)
-        return full > self.C or len(q.blocks) > self.C
+        full = _n_blocks(q.L + q.n_out, self.block_size)
+        return full > self.hbm_blocks or len(q.blocks) > self.hbm_blocks
 
     def _view(self, q: _Req, t: float) -> np.ndarray:
         inp = self.inp
@@ -529,7 +530,7 @@ class _Reference:
             v[pb.V_N_WAITING] = len(inst.waiting)
             v[pb.V_IN_FLIGHT] = inst.inflight
             v[pb.V_KV_USED] = inst.pinned + inst.private
-            v[pb.V_KV_CAPACITY] = self.C
+            v[pb.V_KV_CAPACITY] = self.hbm_blocks
             v[pb.V_CONTEXT_TOKENS] = inst.ctx
             v[pb.V_REQ_COST] = prefill_time_nb(inp.coef, float(q.L - h3), float(h3))
             v[pb.V_QUEUED_ATTN] = inst.q_attn
