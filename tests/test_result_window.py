@@ -33,3 +33,18 @@ def test_prefill_tps_window_ends_at_the_last_first_token():
     span = rq["first_token"].max() - rq["arrival"].min()
     assert rq["finish"].max() > rq["first_token"].max()
     assert np.isclose(result.summary()["prefill_tps"], rq.loc[rq["ttft_ok"], "input_len"].sum() / span)
+
+
+def test_the_warmup_cut_uses_scheduled_times_so_a_thinned_subset_never_measures_more():
+    """Closed replay delays follow-ups past an overloaded cluster's finish times; cutting the warm-up on those
+    delayed arrivals moved with the load (a higher load measured fewer requests than its own thinned subset)."""
+    from smetric.experiments.setups import agent_workload, paper_cluster, run_point
+
+    cluster = paper_cluster("30b", n_instances=4)
+    counts = []
+    for rpm in (30.0, 90.0):
+        w = agent_workload(4, 3.0, 0, rpm_per_instance=rpm, reference_rpm=90.0, warmup_minutes=60.0)
+        counts.append(run_point(w, cluster, "least-load", warmup_frac=0.25)["n_requests"])
+        scheduled = w.arrival
+        assert counts[-1] == int((scheduled >= scheduled.min() + 0.25 * (scheduled.max() - scheduled.min())).sum())
+    assert counts[1] > counts[0]

@@ -118,13 +118,15 @@ class SimResult:
     def summary(self, since: float | None = None) -> dict:
         """Headline metrics as a flat dict of floats/ints (see the module docstring).
 
-        ``since`` (s, simulated time) measures only requests arriving at or after it — a warm-up
-        cut for runs that start with cold caches; rates then divide by ``since`` → last finish.
+        ``since`` (s, simulated time) measures only requests *scheduled* at or after it (their trace time;
+        in closed replay a follow-up arrives later when its parent finishes late, and a cut on those
+        delayed arrivals would move with the load) — a warm-up cut for runs that start with cold caches;
+        rates then divide by the measured requests' first arrival → last finish.
         Instance-level metrics (imbalance, global-store bytes) always cover the whole run.
         """
         rq = self.requests
         if since is not None:
-            rq = rq[rq["arrival"] >= since]
+            rq = rq[rq["scheduled"] >= since]
         done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
         admitted = rq["admit"].notna()
         window = self.window if since is None else _span(rq)
@@ -219,7 +221,8 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     requests = pd.DataFrame({
         "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn,
         "instance": raw.instance, "decode_instance": raw.decode_instance,
-        "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token, "finish": raw.finish,
+        "scheduled": inp.arrival, "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token,
+        "finish": raw.finish,
         "ttft": ttft, "tpot": tpot, "input_len": inp.input_len, "output_len": n_out,
         "hit_hbm": raw.hit_hbm, "hit_dram": raw.hit_dram, "hit_global": raw.hit_global, "hit_tokens": hits,
         "prefill_tokens": raw.prefill_tokens, "ttft_slo": ttft_limit, "ttft_ok": ttft_ok,

@@ -190,7 +190,7 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     """One simulation → its summary dict (a module-level function, so sweeps can ship it to workers).
 
     ``params`` and any ``param_*`` keywords (``param_hit_ratio=0.7`` → ``hit_ratio``) are policy
-    parameters. ``warmup_frac`` of the (load-scaled) arrival span is simulated but not measured.
+    parameters. ``warmup_frac`` of the (load-scaled) scheduled arrival span is simulated but not measured.
     The engine's wall time is left out, so a sweep's results depend only on its inputs.
     """
     from ..cluster.simulate import simulate
@@ -203,8 +203,8 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
     result = simulate(workload, cluster, policy, merged or None, load=load, seed=seed, progress=False)
-    arrivals = result.requests["arrival"]
-    since = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min())) if warmup_frac else None
+    scheduled = result.requests["scheduled"]  # trace times: the cut does not move with closed replay's delays
+    since = float(scheduled.min() + warmup_frac * (scheduled.max() - scheduled.min())) if warmup_frac else None
     summary = result.summary(since=since)
     summary.pop("wall_time_s")  # a timing, not a result: figure CSVs stay byte-identical across runs
     return summary
