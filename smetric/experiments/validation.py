@@ -43,7 +43,7 @@ from .verdicts import gain_interval
 
 __all__ = ["LMETRIC_RPM", "LMETRIC_INSTANCES", "IMPLIED_CAPACITY_RPM", "FINDING6_RPM", "KNEE_ATTAINMENT",
            "CONSISTENT_BAND", "LMETRIC_SETUPS", "PRIMARY_SETUP", "lmetric_cluster", "validation_runs", "knee",
-           "knee_table", "point_table", "consistency", "perf_model_table", "plot_validation"]
+           "knee_table", "point_table", "arrived_shares", "consistency", "perf_model_table", "plot_validation"]
 
 #: LMetric's artifact point: 5.97 req/s x 2.4 = 14.3 req/s on 16 instances (kv-path.md; blitz-router ae/).
 LMETRIC_RPM = 53.8
@@ -100,11 +100,21 @@ def _seed_runs(block: str, preset: str, seed: int, *, plan: Mapping, warmup_frac
         for rpm in loads:
             workload = agent_workload(cluster.n_instances, spec["minutes"], seed, rpm_per_instance=float(rpm),
                                       preset=preset, reference_rpm=float(top))
+            offered = rpm * cluster.n_instances * spec["minutes"] * (1 - warmup_frac)  # requests in the window
             for policy in spec["policies"]:
+                measured = _measure(workload, cluster, policy, seed, warmup_frac)
                 rows.append({"setup": setup, "policy": policy, "n_instances": cluster.n_instances,
-                             "rpm_per_instance": float(rpm),
-                             **_measure(workload, cluster, policy, seed, warmup_frac)})
+                             "rpm_per_instance": float(rpm), **measured,
+                             "arrived_share": measured["n_requests"] / offered})
     return pd.DataFrame(rows)
+
+
+def arrived_shares(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (block, preset, setup, load): the mean over seeds and routers of the requests that arrived in the
+    measured window over the offered ones. In closed replay a follow-up waits for its parent, so a cluster
+    that cannot keep up shows a share falling with load (sessions slow down) rather than queues."""
+    return (df.groupby(["block", "preset", "setup", "rpm_per_instance"], sort=False)["arrived_share"].mean()
+            .reset_index())
 
 
 def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], variant_loads: Sequence[float],
@@ -117,7 +127,8 @@ def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], var
     ``block = lmetric``: LMetric routing on :func:`lmetric_cluster`, the primary setup over
     ``lmetric_loads`` and the variants over ``variant_loads``, on ``bailian-coder``.
     ``block = finding6``: ``policies`` on the 30B testbed's default stack with ``preset_instances``
-    instances, each preset over its ``preset_loads``. Each seed's loads are thinned from one workload
+    instances, each preset over its ``preset_loads``. ``arrived_share``: requests arriving in the measured
+    window over the offered ``rpm x instances x minutes x (1 - warmup_frac)``. Each seed's loads are thinned from one workload
     generated at the block's top load (common random numbers). A worker runs one (block, preset, seed).
     """
     missing = [p for p in presets if p not in preset_loads]
@@ -181,7 +192,7 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
     per_seed = pd.DataFrame(rows)
     out = []
     for (block, preset, setup), sub in per_seed.groupby(["block", "preset", "setup"], sort=False):
-        means = sub.groupby("policy", sort=True)["knee"].mean()
+        means = sub.groupby("policy", sort=True)["knee"].mean().fillna(-np.inf)  # below the grid: worst
         best = str(means.idxmax())
         mine = sub[sub["policy"] == best]
         k, c = _interval(mine["knee"]), _interval(mine["capacity"])
@@ -312,11 +323,14 @@ def plot_validation(df: pd.DataFrame):
     ax.legend(fontsize=6)
     ax = axes[2]
     rows = knees[knees["block"] == "finding6"].reset_index(drop=True)
-    shown = rows[np.isfinite(rows["knee"])]
-    err = np.vstack([shown["knee"] - shown["knee_low"], shown["knee_high"] - shown["knee"]])
-    ax.barh(shown["preset"], shown["knee"], xerr=np.nan_to_num(err), color="tab:blue", alpha=0.7)
-    for _, r in rows[~np.isfinite(rows["knee"])].iterrows():  # the crossing lies outside the load grid
-        ax.text(FINDING6_RPM[0], r["preset"], f"{r['preset']}: knee outside the grid", fontsize=7)
+    finite = np.isfinite(rows["knee"]).to_numpy()
+    y = np.arange(len(rows))
+    err = np.vstack([rows["knee"] - rows["knee_low"], rows["knee_high"] - rows["knee"]])[:, finite]
+    ax.barh(y[finite], rows["knee"][finite], xerr=np.nan_to_num(err), color="tab:blue", alpha=0.7)
+    for i in y[~finite]:  # the crossing lies outside the load grid
+        ax.text(0.02, i, "knee not determined on the load grid", fontsize=7, va="center",
+                transform=ax.get_yaxis_transform())
+    ax.set_yticks(y, rows["preset"])
     ax.axvspan(*FINDING6_RPM, color="tab:green", alpha=0.15)
     ax.set(xscale="log", xlabel="knee (requests/min/instance, >= 90 % SLO)", title="Knee per preset vs Finding 6")
     fig.tight_layout()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .. import validation as va
@@ -71,7 +72,20 @@ def findings(df: pd.DataFrame) -> str:
     knees = va.knee_table(df)
     f6 = knees[knees["block"] == "finding6"]
     lo, hi = va.FINDING6_RPM
-    inside = [f"{r['preset']} {r['knee']:.1f}" for _, r in f6.iterrows() if lo <= r["knee"] <= hi]
+    shares = va.arrived_shares(df)
+    per_preset = []
+    for _, r in f6.iterrows():
+        s = shares[(shares["block"] == "finding6") & (shares["preset"] == r["preset"])]
+        flow = (f"requests arriving / offered {s['arrived_share'].iloc[0]:.2f} at {s['rpm_per_instance'].iloc[0]:g} "
+                f"-> {s['arrived_share'].iloc[-1]:.2f} at {s['rpm_per_instance'].iloc[-1]:g}")
+        if np.isfinite(r["knee"]):
+            per_preset.append(f"  {r['preset']}: knee {r['knee']:.1f} [{r['knee_low']:.1f}, {r['knee_high']:.1f}] "
+                              f"({r['best_router']}); Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it; {flow}")
+        else:
+            side = "above" if r["knee"] > 0 else "below"
+            per_preset.append(f"  {r['preset']}: knee not determined: attainment crosses {va.KNEE_ATTAINMENT:.0%} "
+                              f"{side} the load grid for {r['knee_censored']} of {len(df['seed'].unique())} seeds "
+                              f"({r['best_router']}); {flow}")
     text = [
         f"LMetric point ({va.LMETRIC_RPM} requests/min/instance, {va.PRIMARY_SETUP}): SLO attainment "
         f"{v['slo_attainment']:.3f} [{v['slo_low']:.3f}, {v['slo_high']:.3f}], busy fraction {v['busy_mean']:.2f}, "
@@ -82,8 +96,9 @@ def findings(df: pd.DataFrame) -> str:
         f"{v['capacity_ratio']:.2f}x.",
         f"Verdict: {v['verdict']}" + (f" (fails: {'; '.join(v['failing'])}; most requests that miss the SLO "
                                       f"miss its {v['cause']} part)" if v["failing"] else "") + ".",
-        f"Finding 6 ({lo:.0f}-{hi:.0f} requests/min/instance): preset knees inside the band: "
-        f"{', '.join(inside) if inside else 'none'}.",
+        f"Finding 6 ({lo:.0f}-{hi:.0f} requests/min/instance in production) against each preset's knee "
+        f"({df['seed'].nunique()} seeds, 95 % t-interval):",
+        *per_preset,
         "",
         va.point_table(df).to_string(index=False, **_FMT),
         "",
