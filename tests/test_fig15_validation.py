@@ -40,12 +40,12 @@ def _frame(attain_at_point, tpot_miss, ttft_miss, knee_shift=0.0, seeds=(0, 1, 2
                          "policy": "lmetric", "n_instances": 16, "rpm_per_instance": rpm, "slo_attainment": att,
                          "ttft_p50": 0.1 if rpm < 100 else 30.0, "busy_mean": 0.9, "running_mean": 10.0 + s,
                          "ttft_miss": ttft_miss, "tpot_miss": tpot_miss, "hit_ratio": 0.8, "ttft_p99": 1.1,
-                         "tpot_p50": 0.018, "tpot_p99": 0.024})
+                         "tpot_p50": 0.018, "tpot_p99": 0.024, "arrived_share": 1.0 - rpm / 1000})
         for policy, scale in (("smetric", 1.0), ("lmetric", 0.9)):
             for rpm in (10.0, 20.0):
                 rows.append({**rows[-1], "block": "finding6", "preset": "long-context", "setup": "default stack",
                              "policy": policy, "rpm_per_instance": rpm, "slo_attainment": 1.0 if rpm == 10 else
-                             0.8 * scale, "ttft_p50": 0.2})
+                             0.8 * scale, "ttft_p50": 0.2, "arrived_share": 1.0 - rpm / 1000})
     return pd.DataFrame(rows)
 
 
@@ -93,6 +93,12 @@ def test_findings_print_the_frames_numbers():
     assert f"SLO attainment {v['slo_attainment']:.3f}" in text
     assert f"Verdict: {v['verdict']}" in text and "miss its TPOT part" in text
     assert f"Knee (>= 90% SLO) {v['knee']:.1f}" in text
+    knee = va.knee_table(df).set_index("preset").loc["long-context", "knee"]
+    assert f"long-context: knee {knee:.1f}" in text and f"Finding 6 is {43 / knee:.2f}-{48 / knee:.2f}x" in text
+    shares = va.arrived_shares(df)
+    lc = shares[shares["preset"] == "long-context"]
+    assert lc["arrived_share"].tolist() == pytest.approx([0.99, 0.98])  # the mean over routers and seeds
+    assert "requests arriving / offered 0.99 at 10 -> 0.98 at 20" in text
 
 
 def test_lmetric_cluster_is_the_artifacts_setup():
