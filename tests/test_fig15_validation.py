@@ -127,7 +127,8 @@ def test_perf_table_reads_the_calibration_numbers():
 
 def test_tiny_run_shapes_and_bounds():
     df = va.validation_runs(seeds=(0, 1), lmetric_loads=(20.0, va.LMETRIC_RPM), variant_loads=(va.LMETRIC_RPM,),
-                            lmetric_minutes=1.5, presets=("bailian-coder",), preset_loads={"bailian-coder": (20.0, 40.0)},
+                            lmetric_minutes=1.5, presets=("bailian-coder",),
+                            preset_loads={"bailian-coder": (20.0, 40.0)},
                             preset_instances=2, preset_minutes=1.5, policies=("lmetric", "least-load"),
                             lmetric_instances=2, jobs=1)
     lm = df[df["block"] == "lmetric"]

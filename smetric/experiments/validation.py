@@ -128,8 +128,9 @@ def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], var
     ``lmetric_loads`` and the variants over ``variant_loads``, on ``bailian-coder``.
     ``block = finding6``: ``policies`` on the 30B testbed's default stack with ``preset_instances``
     instances, each preset over its ``preset_loads``. ``arrived_share``: requests arriving in the measured
-    window over the offered ``rpm x instances x minutes x (1 - warmup_frac)``. Each seed's loads are thinned from one workload
-    generated at the block's top load (common random numbers). A worker runs one (block, preset, seed).
+    window over the offered ``rpm x instances x minutes x (1 - warmup_frac)``. Each seed's loads are thinned
+    from one workload generated at the block's top load (common random numbers). A worker runs one
+    (block, preset, seed).
     """
     missing = [p for p in presets if p not in preset_loads]
     if missing:

@@ -80,7 +80,8 @@ def findings(df: pd.DataFrame) -> str:
                 f"-> {s['arrived_share'].iloc[-1]:.2f} at {s['rpm_per_instance'].iloc[-1]:g}")
         if np.isfinite(r["knee"]):
             per_preset.append(f"  {r['preset']}: knee {r['knee']:.1f} [{r['knee_low']:.1f}, {r['knee_high']:.1f}] "
-                              f"({r['best_router']}); Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it; {flow}")
+                              f"({r['best_router']}); Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it; "
+                              f"{flow}")
         else:
             side = "above" if r["knee"] > 0 else "below"
             per_preset.append(f"  {r['preset']}: knee not determined: attainment crosses {va.KNEE_ATTAINMENT:.0%} "
