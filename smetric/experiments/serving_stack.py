@@ -190,9 +190,10 @@ def _main(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["stage"] == "main"]
 
 
-def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+def _ordered(table: pd.DataFrame, testbeds: Sequence[str]) -> pd.DataFrame:
+    """Rows by testbed (in run order), load (knee first), mechanism (ladder order)."""
     order = {m: i for i, m in enumerate(MECHANISMS)}
-    tb_order = {tb: i for i, tb in enumerate(dict.fromkeys(table["testbed"]))}
+    tb_order = {tb: i for i, tb in enumerate(testbeds)}
     return (table.assign(_m=table["mechanism"].map(order), _t=table["testbed"].map(tb_order),
                          _l=table["load"].map(LOADS.index))
             .sort_values(["_t", "_l", "_m"]).drop(columns=["_m", "_t", "_l"]).reset_index(drop=True))
@@ -209,7 +210,7 @@ def stack_gains(frame: pd.DataFrame) -> pd.DataFrame:
     table["rpm_per_instance"] = [rpm[tuple(k)] for k in table[by].itertuples(index=False)]
     table["smetric_goodput"] = [goodput[tuple(k)] for k in table[by].itertuples(index=False)]
     table["tie"] = (table["ci_low"] <= 0) & (table["ci_high"] >= 0)
-    return _ordered(table)
+    return _ordered(table, list(dict.fromkeys(main["testbed"])))
 
 
 def load_only_table(frame: pd.DataFrame, bound: float = -0.07) -> pd.DataFrame:
@@ -227,7 +228,7 @@ def load_only_table(frame: pd.DataFrame, bound: float = -0.07) -> pd.DataFrame:
         rows.append({"testbed": key[0], "load": key[1], "mechanism": key[2], "best_policy": best,
                      "rel_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
                      "verdict": bound_verdict(iv.low, iv.high, bound, "lower")})
-    return _ordered(pd.DataFrame(rows))
+    return _ordered(pd.DataFrame(rows), list(dict.fromkeys(main["testbed"])))
 
 
 def _pct(x: float) -> str:
@@ -287,6 +288,12 @@ def stack_findings(frame: pd.DataFrame) -> list[str]:
             big = steps.abs().idxmax()
             parts.append(f"largest ladder step {big} ({_pct(steps[big])} points)")
         out.append(line + "; ".join(parts))
+    main = _main(frame)
+    runs = main.set_index(["testbed", "load", "seed", "policy", "mechanism"])["goodput_tps"].unstack("mechanism")
+    rungs = [m for m in LADDER if m in runs.columns]
+    idle = [b for a, b in zip(rungs, rungs[1:]) if runs[a].equals(runs[b])]
+    if idle:
+        out.append(f"no effect at all (every policy, seed and load identical to the rung above): {', '.join(idle)}")
     lo = load_only_table(frame)
     knee = lo[lo["load"] == "knee"]
     for tb, sub in knee.groupby("testbed", sort=False):

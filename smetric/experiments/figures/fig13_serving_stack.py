@@ -24,7 +24,7 @@ class Params(FigureParams):
     screen_seeds: tuple[int, ...] = param((0, 1), "seeds of the screen")
     seeds: tuple[int, ...] = param((0, 1, 2, 3, 4, 5, 6, 7), "workload seeds of the ladder")
     mechanisms: tuple[str, ...] = param(ss.MECHANISMS, "ladder rows (cumulative) and full-stack variants")
-    minutes: dict = param({"30b": 6.0, "235b": 12.0}, "measured window per testbed (shortened to fit the budget)")
+    minutes: dict = param({"30b": 4.0, "235b": 8.0}, "measured window per testbed (shortened to fit the budget)")
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed")
     warmup_frac: float = param(0.25, "share of the window simulated but not measured")
 
