@@ -20,6 +20,8 @@
 #
 # **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.experiments.setups`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
 #
+# **KV connector.** The store is reached through the `ideal` connector here, a per-instance link of the swept bandwidth: the testbeds' default `lmcache-mooncake` connector ignores the store's per-instance bandwidth (its NIC pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link (parameter `kv_connector`).
+#
 # **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
@@ -38,6 +40,7 @@ capacities_gb: list = None  # global-store capacities in GB (0: no store, inf: u
 bandwidths_gbs: list = None  # store read bandwidth per instance (GB/s)
 policies: list = None  # routers compared (least-load is the reference)
 rpm_per_instance: float = None  # offered load, near the knee with the provisioned store
+kv_connector: str = None  # KV connector: ideal (a per-instance store link of the swept bandwidth)
 
 # %%
 from smetric.context import run_context
@@ -48,7 +51,7 @@ context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seeds=seeds,
                               workload=workload, trace=trace, warmup_frac=warmup_frac, replay=replay,
                               capacities_gb=capacities_gb, bandwidths_gbs=bandwidths_gbs, policies=policies,
-                              rpm_per_instance=rpm_per_instance)
+                              rpm_per_instance=rpm_per_instance, kv_connector=kv_connector)
 params
 
 # %%

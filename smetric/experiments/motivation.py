@@ -220,8 +220,12 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
                       rpm_per_instance: float = 48.0, testbed: str = "30b", n_instances: int = 16,
                       minutes: float = 5.0, seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD,
                       trace: str | None = None, warmup_frac: float = 0.25, replay: str = "closed",
-                      jobs: int | None = None) -> pd.DataFrame:
+                      kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
     """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load, per seed.
+
+    ``kv_connector`` defaults to ``ideal``, the per-instance store link of ``bandwidth_gbs``: the
+    ``lmcache-mooncake`` connector of the other figures ignores :attr:`GlobalStore.bandwidth_gbs` (its NIC
+    pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link.
 
     Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the
     provisioned bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. One row per
@@ -238,7 +242,8 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
     grid = [{"seed": int(s), "capacity_gb": cap, "bandwidth_gbs": bw, "policy": p} for s in seeds
             for cap in caps for bw in ([math.nan] if cap == 0 else bws) for p in policies]
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay},
+              "minutes": minutes, "warmup_frac": warmup_frac,
+              "cluster_overrides": {"replay": replay, "kv_connector": kv_connector},
               **_workload_args(workload, trace, rpm_per_instance)}
     frame = sweep(grid, _store_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
     frame.insert(0, "rpm_per_instance", float(rpm_per_instance))

@@ -49,10 +49,12 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
                   policies: Sequence[str] = PHASE_POLICIES,
                   testbed: str = "30b", n_instances: int = 16, minutes: float = 5.0, warmup_minutes: float = 360.0,
                   seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD, warmup_frac: float = 0.25,
-                  jobs: int | None = None) -> pd.DataFrame:
+                  kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
     """Every policy in every (bandwidth GB/s, median turns, offered load) cell and seed; one row per run.
 
-    The global store has unlimited capacity and ``bandwidth`` GB/s per instance; sessions have a
+    The global store has unlimited capacity and ``bandwidth`` GB/s per instance, reached through
+    ``kv_connector`` (default ``ideal``, a per-instance link of that bandwidth: the ``lmcache-mooncake``
+    connector ignores the store's per-instance bandwidth, so the axis needs the ideal link); sessions have a
     log-normal number of turns with the given median (``workload``'s sigma; ``workload`` is a synthetic
     preset), arriving so that the cluster is offered ``rpm_per_instance`` requests per minute per instance.
     Columns: ``seed, bandwidth_gbs, turns_median, mean_turns, rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
@@ -85,7 +87,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
                     setup = f"{bw:g} GB/s, turns {turns:g}"
                     setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
                                      "global_store": GlobalStore(capacity_gb=math.inf, bandwidth_gbs=float(bw)),
-                                     "workload_overrides": overrides}
+                                     "workload_overrides": overrides,
+                                     "cluster_overrides": {"kv_connector": kv_connector}}
                     for policy in policies:
                         points.append({"seed": int(seed), "bandwidth_gbs": float(bw), "turns_median": float(turns),
                                        "rpm_per_instance": float(rpm), "case": policy, "setup": setup})

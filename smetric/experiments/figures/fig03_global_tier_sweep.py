@@ -19,6 +19,7 @@ class Params(TestbedRun):
     policies: tuple[str, ...] = param(("least-load", "lmetric", "bailian", "smetric"),
                                       "routers compared (least-load is the reference)")
     rpm_per_instance: float = param(48.0, "offered load, near the knee with the provisioned store")
+    kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
 
     @classmethod
     def quick(cls) -> Params:
@@ -27,7 +28,7 @@ class Params(TestbedRun):
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     return mo.global_tier_sweep(p.capacities_gb, p.bandwidths_gbs, p.policies, rpm_per_instance=p.rpm_per_instance,
-                                **p.run_kwargs(), jobs=jobs)
+                                **p.run_kwargs(), kv_connector=p.kv_connector, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ class Params(FigureParams):
     seeds: tuple[int, ...] = param(SEEDS, "workload seeds (the seed count of fig06; gains paired per seed)")
     workload: str = param("bailian-coder", "synthetic workload preset (the turns axis is a generator knob)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
+    kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
 
     @classmethod
     def quick(cls) -> Params:
@@ -35,7 +36,8 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     return ph.phase_diagram(bandwidths=p.bandwidths, turns_medians=p.turns_medians,
                             rpm_per_instance=p.rpm_per_instance, policies=p.policies, testbed=p.testbed,
                             n_instances=p.n_instances, minutes=p.minutes, warmup_minutes=p.warmup_minutes,
-                            seeds=p.seeds, workload=p.workload, warmup_frac=p.warmup_frac, jobs=jobs)
+                            seeds=p.seeds, workload=p.workload, warmup_frac=p.warmup_frac,
+                            kv_connector=p.kv_connector, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
