@@ -38,7 +38,7 @@ from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
-from ..workload.synthetic import synth_agent_workload
+from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import paper_value
 from .setups import DEFAULT_WORKLOAD, TESTBEDS, WORKLOADS, agent_workload, offered_point, paper_cluster, \
     trace_workload
@@ -518,7 +518,7 @@ def _queue_sums(values: np.ndarray, sizes: np.ndarray, rng: np.random.Generator)
 
 def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] = (1, 2, 4, 8, 16), *,
                          testbed: str = "30b", seed: int = 0, n_pairs: int = 20_000, n_decisions: int = 2_000,
-                         n_scatter: int = 3_000) -> pd.DataFrame:
+                         n_scatter: int = 3_000, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
     """Fig. 5: how well request count, new tokens and SMETRIC's cost predict prefill time (no engine).
 
     Requests are complete synthetic agent sessions; each one's cached prefix is its infinite-cache
@@ -547,7 +547,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
     model, gpu, tp, n_instances = TESTBEDS[testbed]
     perf = PerfModel(model, gpu, tp)
     chunk = paper_cluster(testbed).max_batched_tokens
-    workload = synth_agent_workload(n_sessions, seed=seed)
+    if workload not in PRESETS:
+        raise ValueError(f"workload must be a synthetic preset ({', '.join(PRESETS)}), got {workload!r}")
+    workload = synth_agent_workload(n_sessions, seed=seed, preset=workload)
     prompt = workload.input_len.astype(np.float64)
     hit = prefix_reuse(workload)["hit_tokens"].to_numpy(dtype=np.float64)
     new = np.maximum(prompt - hit, 1.0)
