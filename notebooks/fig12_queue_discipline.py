@@ -40,7 +40,7 @@ workload: str = None  # agent workload: a preset or the real claude-code trace (
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 alphas: list = None  # weight sweep: alpha (1 / estimated GPU time)
 gammas: list = None  # weight sweep: gamma (waiting time)
-short_rate: float = None  # weight sweep: short turns per second (capacity is ~13/s)
+short_rate: float = None  # weight sweep: short turns per second (capacity is ~18/s)
 duration: float = None  # weight sweep: seconds of stream
 long_every: float = None  # weight sweep: a long turn every this many seconds
 

@@ -84,7 +84,7 @@ def _queue_point(rpm: float, router: str, queue: str, seed: int, *, testbed: str
     return out
 
 
-def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 16.0, long_every: float = 4.0,
+def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24.0, long_every: float = 4.0,
                       short: tuple[int, int] = (600, 30), long: tuple[int, int] = (12_000, 300),
                       block_size: int = 256) -> Workload:
     """Single-turn requests: Poisson short turns (``short_rate``/s) and a long one every ``long_every`` s.
@@ -161,7 +161,7 @@ def discipline_comparison(loads: Sequence[float] = (36.0, 48.0, 56.0),
 
 
 def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequence[float] = (0.0, 1.0, 10.0),
-                 seeds: Sequence[int] = (0, 1), *, short_rate: float = 16.0, duration: float = 120.0,
+                 seeds: Sequence[int] = (0, 1), *, short_rate: float = 24.0, duration: float = 120.0,
                  long_every: float = 4.0, jobs: int | None = None) -> pd.DataFrame:
     """Tidy frame: long- and short-turn queue waits of ``smetric-score`` for every (alpha, gamma, seed)."""
     if min(alphas) < 0 or min(gammas) < 0:

@@ -29,7 +29,7 @@ class Params(FigureParams):
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate (None: workload)")
     alphas: tuple[float, ...] = param((0.0, 1.0, 10.0, 100.0), "weight sweep: alpha (1 / estimated GPU time)")
     gammas: tuple[float, ...] = param((0.0, 1.0, 10.0), "weight sweep: gamma (waiting time)")
-    short_rate: float = param(16.0, "weight sweep: short turns per second (capacity is ~13/s)")
+    short_rate: float = param(24.0, "weight sweep: short turns per second (capacity is ~18/s)")
     duration: float = param(120.0, "weight sweep: seconds of stream")
     long_every: float = param(4.0, "weight sweep: a long turn every this many seconds")
 
