@@ -59,8 +59,13 @@ def test_a_hand_written_comparative_verdict_is_refused(tmp_path):
 def test_workload_claim_rows_are_decided_by_the_real_agent_trace():
     import pandas as pd
 
-    from smetric.experiments.workload_figs import (AGENT_LABEL, AGENT_TRACE_LABEL, CHAT_LABEL, SHARED_PREFIX_LABEL,
-                                                   workload_claim_rows)
+    from smetric.experiments.workload_figs import (
+        AGENT_LABEL,
+        AGENT_TRACE_LABEL,
+        CHAT_LABEL,
+        SHARED_PREFIX_LABEL,
+        workload_claim_rows,
+    )
 
     stats = {"reuse_ratio": 0.9, "intra_session_reuse_share": 0.9, "first_turn_reuse_ratio": 0.19,
              "reuse_within_100s": 0.9, "top25_session_token_share": 0.9}

@@ -41,8 +41,8 @@ def sensitivity_frame():
 @pytest.fixture(scope="module")
 def phase_frame():
     return phase_diagram(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(30.0,), n_instances=4,
-                         minutes=MINUTES, warmup_minutes=60.0, seeds=(0, 1), policies=("smetric", "least-load", "dynamo"),
-                         jobs=1)
+                         minutes=MINUTES, warmup_minutes=60.0, seeds=(0, 1),
+                         policies=("smetric", "least-load", "dynamo"), jobs=1)
 
 
 def test_run_cases_matches_offered_point_and_rejects_unknown_keys():

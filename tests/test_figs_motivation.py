@@ -117,7 +117,8 @@ def _store_frame(provisioned_least_load=95.0, noise=_NOISE):
         cells = [(0.0, math.nan, "least-load", 10.0), (0.0, math.nan, "smetric", 40.0),
                  (math.inf, 23.75, "least-load", provisioned_least_load * (1 + eps)),
                  (math.inf, 23.75, "smetric", 100.0), (math.inf, 23.75, "lmetric", 90.0),
-                 (math.inf, 1.0, "least-load", 50.0), (math.inf, 1.0, "lmetric", 80.0), (math.inf, 1.0, "smetric", 70.0)]
+                 (math.inf, 1.0, "least-load", 50.0), (math.inf, 1.0, "lmetric", 80.0),
+                 (math.inf, 1.0, "smetric", 70.0)]
         rows += [(seed, *cell) for cell in cells]
     df = pd.DataFrame(rows, columns=["seed", "capacity_gb", "bandwidth_gbs", "policy", "goodput_tps"])
     return df.assign(hit_ratio=0.5, rpm_per_instance=48.0)

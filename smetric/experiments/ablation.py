@@ -132,7 +132,8 @@ def ablation(testbeds: Sequence[str] = ("30b", "235b"), rpm_per_instance: Mappin
     ``rpm_per_instance``, ``minutes`` and ``n_instances`` map a testbed to its offered-load grid
     (requests/min/instance), workload window and cluster size; missing testbeds get the defaults
     (:data:`_DEFAULT_RPM`; 30B over 5 min, 235B over 10 min -- 8 instances are noisier; the paper's
-    instance counts). ``workload`` (a preset or real trace) or ``trace`` (a timestamped file) is served. Columns: ``testbed, seed, rpm_per_instance, variant``, ``policy``, then the
+    instance counts). ``workload`` (a preset or real trace) or ``trace`` (a timestamped file) is served.
+    Columns: ``testbed, seed, rpm_per_instance, variant``, ``policy``, then the
     :meth:`SimResult.summary` metrics.
     """
     if not testbeds or not seeds:
@@ -350,7 +351,8 @@ def sensitivity_summary(frame: pd.DataFrame) -> pd.DataFrame:
 def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     """The C17 row for :func:`record_claims`: "robust" over every condition (each hyperparameter value and
     SLO scale): reproduced when every condition's interval of SMETRIC's gain over the best baseline lies
-    above 0, contradicted when any lies below 0, tie otherwise (:func:`~smetric.experiments.verdicts.robust_verdict`)."""
+    above 0, contradicted when any lies below 0, tie otherwise
+    (:func:`~smetric.experiments.verdicts.robust_verdict`)."""
     intervals = [Interval(float(r.gain_vs_best), float(r.ci_low), float(r.ci_high), int(r.n_seeds), "t", 0.95)
                  for r in summary.itertuples()]
     columns = claim_columns(intervals, paper_value("C17_robustness"))

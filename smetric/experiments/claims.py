@@ -23,7 +23,8 @@ from ..context import run_context
 from ..plotting import figures_dir
 from .verdicts import UNDETERMINED, VERDICT_ORDER, PaperValue, parse_paper_value, row_verdict
 
-__all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "paper_value", "record_claims", "collect_claims"]
+__all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "paper_value", "record_claims",
+           "collect_claims"]
 
 #: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
 VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
@@ -40,7 +41,8 @@ def paper_claims() -> pd.DataFrame:
 
 
 def paper_value(claim_id: str) -> PaperValue:
-    """The paper's value of ``claim_id`` as the verdict rules judge it (:func:`~smetric.experiments.verdicts.parse_paper_value`)."""
+    """The paper's value of ``claim_id`` as the verdict rules judge it
+    (:func:`~smetric.experiments.verdicts.parse_paper_value`)."""
     row = paper_claims().loc[claim_id]
     return parse_paper_value(row["paper_value"], row["unit"])
 

@@ -40,10 +40,9 @@ from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import paper_value
-from .setups import DEFAULT_WORKLOAD, TESTBEDS, WORKLOADS, agent_workload, offered_point, paper_cluster, \
-    trace_workload
-from .verdicts import claim_columns, gain_interval, paired_gains
+from .setups import DEFAULT_WORKLOAD, TESTBEDS, WORKLOADS, agent_workload, offered_point, paper_cluster, trace_workload
 from .sweep import sweep
+from .verdicts import claim_columns, gain_interval, paired_gains
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
@@ -185,7 +184,8 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     affinity = ""
     if "cache-affinity" in mean["hit_ratio"]:
         cache_aff = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "cache-affinity"])]
-        aff = gain_interval(paired_gains(cache_aff, "goodput_tps", ours="cache-affinity", baselines=["bailian"])["gain"])
+        aff = gain_interval(paired_gains(cache_aff, "goodput_tps", ours="cache-affinity",
+                                         baselines=["bailian"])["gain"])
         affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
                     f"{mean['hit_ratio']['cache-affinity'][ref]:.2f} reuse and {aff.mean:+.0%} goodput vs BAILIAN "
                     f"(95 % CI {aff.low:+.0%}..{aff.high:+.0%})")
@@ -200,8 +200,8 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
          "reason": f"{rule}; {why}{affinity}",
          **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"))},
         {"claim_id": "C8_tps_no_global",
-         "reproduced": (f"LMetric goodput {tps_iv.mean:+.1%} vs BAILIAN (95 % CI {tps_iv.low:+.1%}..{tps_iv.high:+.1%}) "
-                        f"{where}"),
+         "reproduced": (f"LMetric goodput {tps_iv.mean:+.1%} vs BAILIAN (95 % CI {tps_iv.low:+.1%}.."
+                        f"{tps_iv.high:+.1%}) {where}"),
          "reason": f"{rule}; {why}" + ("; with less reuse BAILIAN saturates first" if tps_iv.mean > 0 else ""),
          **claim_columns([tps_iv], paper_value("C8_tps_no_global"))},
     ]
@@ -254,7 +254,8 @@ def global_tier_gaps(frame: pd.DataFrame) -> pd.DataFrame:
     """Per store cell (seed means): the best policy, its goodput, load-only's and ``load_only_gap`` =
     load-only / best - 1, and load-only's reuse ratio."""
     cells = frame.assign(bandwidth_gbs=frame["bandwidth_gbs"].fillna(-1.0))  # groupby drops NaN keys
-    means = cells.groupby(["capacity_gb", "bandwidth_gbs", "policy"], as_index=False)[["goodput_tps", "hit_ratio"]].mean()
+    keys = ["capacity_gb", "bandwidth_gbs", "policy"]
+    means = cells.groupby(keys, as_index=False)[["goodput_tps", "hit_ratio"]].mean()
     rows = []
     for (cap, bw), cell in means.groupby(["capacity_gb", "bandwidth_gbs"], sort=True):
         others = cell[cell["policy"] != "least-load"]

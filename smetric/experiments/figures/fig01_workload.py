@@ -19,7 +19,8 @@ from ..workload_figs import (
 @dataclass(frozen=True)
 class Params(FigureParams):
     n_sessions: dict = param({"bailian-coder": 20_000, "toolagent": 10_000, "tracelab": 500, "long-context": 10_000,
-                              "chat": 20_000}, "synthetic sessions per workload preset (tracelab sessions run ~45 turns)")
+                              "chat": 20_000},
+                             "synthetic sessions per workload preset (tracelab sessions run ~45 turns)")
     agent_trace: str | None = param("claude-code", "real agent-session trace (catalog name; None for none)")
     shared_prefix: bool = param(True, "also characterize the agent trace with its tool/system prefix shared")
     traces: tuple[str, ...] = param(("mooncake-conversation", "mooncake-synthetic"), "public chat traces")

@@ -21,7 +21,8 @@ class Params(FigureParams):
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed")
     warmup_frac: float = param(0.25, "first quarter of the window not measured")
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
-    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate (None: workload)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
 
     @classmethod
     def quick(cls) -> Params:

@@ -25,7 +25,8 @@ class Params(FigureParams):
     seeds: tuple[int, ...] = param(SEEDS, "workload seeds (the seed count of fig06; gains paired per seed)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
-    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate (None: workload)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
 
     @classmethod
     def quick(cls) -> Params:

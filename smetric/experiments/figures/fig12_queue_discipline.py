@@ -20,13 +20,15 @@ class Params(FigureParams):
     testbed: str = param("30b", "paper testbed (provisioned global store)")
     n_instances: int = param(32, "instances")
     minutes: float = param(5, "measured window of the agent workload (sessions start 6 h earlier)")
-    loads: tuple[float, ...] = param((36.0, 48.0, 56.0), "offered loads (requests / min / instance): below, at, past the knee")
+    loads: tuple[float, ...] = param((36.0, 48.0, 56.0),
+                                     "offered loads (requests / min / instance): below, at, past the knee")
     routers: tuple[str, ...] = param(("smetric", "least-load"), "routers")
     disciplines: tuple[str, ...] = param(("fcfs", "smetric-score", "mlfq"), "queue disciplines")
     seeds: tuple[int, ...] = param((0, 1, 2), "workload seeds")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
-    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate (None: workload)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
     alphas: tuple[float, ...] = param((0.0, 1.0, 10.0, 100.0), "weight sweep: alpha (1 / estimated GPU time)")
     gammas: tuple[float, ...] = param((0.0, 1.0, 10.0), "weight sweep: gamma (waiting time)")
     short_rate: float = param(24.0, "weight sweep: short turns per second (capacity is ~18/s)")
