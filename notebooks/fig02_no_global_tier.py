@@ -16,9 +16,11 @@
 # %% [markdown]
 # # Figure 2: without a global KV tier, KV-favouring vs LMetric vs load-only (SMetric §4.1)
 #
-# The 30B testbed with no global store and no host-DRAM tier ("without a CPU/remote tier"): every reused token must still be in the HBM of the instance a request lands on. Schedulers: BAILIAN's linear KV-favouring score (`bailian`, blitz-router's form: min-max-normalised 0.7 hit% + 0.15 (1-BS) + 0.15 (1-tokens), instance sampled in proportion to the score, default weights), LMetric, load-only (`least-load`, fewest in-flight requests) and pure cache affinity (max local hit, the deterministic KV-favouring extreme). Reuse ratio = prompt tokens served from cache; goodput = tokens/s of requests meeting TTFT <= 1 s + 62.5 ms/1K prompt tokens and TPOT <= 20 ms, measured after the warm-up. Paper (S1 §4.1 p6): reuse 74 % (BAILIAN) vs 45 % (LMetric); LMetric serves 36 % less TPS within SLO. Claims are read at the load where BAILIAN's goodput peaks.
+# The 30B testbed with no global store and no host-DRAM tier ("without a CPU/remote tier"): every reused token must still be in the HBM of the instance a request lands on. Schedulers: BAILIAN's linear KV-favouring score (`bailian`, blitz-router's form: min-max-normalised 0.7 hit% + 0.15 (1-BS) + 0.15 (1-tokens), instance sampled in proportion to the score, default weights), LMetric, load-only (`least-load`, fewest in-flight requests) and pure cache affinity (max local hit, the deterministic KV-favouring extreme). Reuse ratio = prompt tokens served from cache; goodput = tokens/s of requests meeting TTFT <= 1 s + 62.5 ms/1K prompt tokens and TPOT <= 20 ms, measured after the warm-up. Paper (S1 §4.1 p6): reuse 74 % (BAILIAN) vs 45 % (LMetric); LMetric serves 36 % less TPS within SLO. Claims are read at the load where BAILIAN's seed-mean goodput peaks; the reuse claim is the relative change of LMetric's reuse vs BAILIAN's (paper: 0.45 / 0.74 - 1 = -39 %).
 #
-# **Load axis.** Offered load in requests per minute per instance. A lower load is fewer concurrent agent sessions (the generator's session arrival rate, replayed at `load=1`), not a slowed replay of the paper's 45 rpm/instance: tool and think gaps between turns stay as generated, because an agent's tool time does not depend on how busy the cluster is. The modelled capacity (32x Qwen3-30B-A3B on H20, ~34k-token agent prompts) is ~10-15 rpm/instance, far below the paper's 43-48, so the paper's loads cannot be matched one to one; each figure states the load it reads its claim at. Replay is open-loop, as the paper's trace replay: a follow-up arrives at its generated time even while its parent is still queued (near the knee ~10 % do, and miss their parent's KV); `replay = "closed"` in the parameters releases a follow-up only after its parent's response.
+# **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.experiments.setups`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
+#
+# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -26,11 +28,13 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbed: str = None  # paper testbed: 30b (32x Qwen3-30B-A3B TP1 on H20) or 235b (8x Qwen3-235B-A22B TP8)
 n_instances: int = None  # instances of the testbed's model
-minutes: float = None  # measured window of the agent workload (sessions start up to 30 min earlier)
-seed: int = None  # workload and policy seed
+minutes: float = None  # measured window of the agent workload (sessions start 6 h earlier)
+seeds: list = None  # workload and policy seeds (claims pair them: same workload per seed)
+workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 warmup_frac: float = None  # share of the arrival span simulated but not measured (cold caches)
-replay: str = None  # open: the paper's trace replay; closed: a follow-up waits for its parent's response
-rpm_per_instance: list = None  # offered loads (requests / min / instance)
+replay: str = None  # closed: a follow-up waits for its parent's response (default); open: trace replay
+rpm_per_instance: list = None  # offered loads (requests / min / instance) bracketing the knee
 policies: list = None  # routers compared
 
 # %%
@@ -39,10 +43,9 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig02_no_global_tier as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seed=seed,
-                              warmup_frac=warmup_frac, replay=replay,
-                              rpm_per_instance=rpm_per_instance,
-                              policies=policies)
+params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seeds=seeds,
+                              workload=workload, trace=trace, warmup_frac=warmup_frac, replay=replay,
+                              rpm_per_instance=rpm_per_instance, policies=policies)
 params
 
 # %%

@@ -16,9 +16,11 @@
 # %% [markdown]
 # # Figure 4: session-sticky placement stays imbalanced (SMetric §4.2)
 #
-# The 30B testbed with the provisioned global store at one offered load. llm-d session affinity (`session-sticky`) pins a session to the least-loaded instance at its first request; sessions then grow by an amount unknown at placement. Compared with pure cache affinity, SMETRIC and load-only (`least-load`, the floor: max/mean of a few requests per instance is above 1 even when perfectly balanced on average). **Load signal:** requests in the instance (running + waiting), averaged over 60 s windows of the engine's samples; HBM KV in use is the second signal. Imbalance = max / mean over the instances per window; the claim is its mean over the windows after the warm-up. Paper (S1 §4.2 p7): sticky "still has mean imbalance 2.17x because sessions grow and their size is unknown at first placement".
+# The 30B testbed with the provisioned global store at one offered load. llm-d session affinity (`session-sticky`) pins a session to the least-loaded instance at its first request; sessions then grow by an amount unknown at placement. Compared with pure cache affinity, SMETRIC and load-only (`least-load`, the floor: max/mean of a few requests per instance is above 1 even when perfectly balanced on average). **Load signal:** requests in the instance (running + waiting), averaged over 60 s windows of the engine's samples; HBM KV in use is the second signal. Imbalance = max / mean over the instances per window; the claim is its mean over the windows after the warm-up, averaged over the seeds (descriptive claim: band rule, seed spread reported; the heatmaps show the first seed). Paper (S1 §4.2 p7): sticky "still has mean imbalance 2.17x because sessions grow and their size is unknown at first placement".
 #
-# **Load axis.** Offered load in requests per minute per instance. A lower load is fewer concurrent agent sessions (the generator's session arrival rate, replayed at `load=1`), not a slowed replay of the paper's 45 rpm/instance: tool and think gaps between turns stay as generated, because an agent's tool time does not depend on how busy the cluster is. The modelled capacity (32x Qwen3-30B-A3B on H20, ~34k-token agent prompts) is ~10-15 rpm/instance, far below the paper's 43-48, so the paper's loads cannot be matched one to one; each figure states the load it reads its claim at. Replay is open-loop, as the paper's trace replay: a follow-up arrives at its generated time even while its parent is still queued (near the knee ~10 % do, and miss their parent's KV); `replay = "closed"` in the parameters releases a follow-up only after its parent's response.
+# **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.experiments.setups`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
+#
+# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -26,12 +28,14 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbed: str = None  # paper testbed: 30b (32x Qwen3-30B-A3B TP1 on H20) or 235b (8x Qwen3-235B-A22B TP8)
 n_instances: int = None  # instances of the testbed's model
-minutes: float = None  # measured window of the agent workload (sessions start up to 30 min earlier)
-seed: int = None  # workload and policy seed
+minutes: float = None  # measured window of the agent workload (sessions start 6 h earlier)
+seeds: list = None  # workload and policy seeds (claims pair them: same workload per seed)
+workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 warmup_frac: float = None  # share of the arrival span simulated but not measured (cold caches)
-replay: str = None  # open: the paper's trace replay; closed: a follow-up waits for its parent's response
+replay: str = None  # closed: a follow-up waits for its parent's response (default); open: trace replay
 policies: list = None  # routers compared
-rpm_per_instance: float = None  # offered load (the load of figure 3, near least-load's knee)
+rpm_per_instance: float = None  # offered load (the load of figure 3, near the knee)
 window_s: float = None  # averaging window of the per-instance samples (s)
 n_samples: int = None  # engine samples per instance over the run
 
@@ -41,11 +45,10 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig04_sticky_imbalance as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seed=seed,
-                              warmup_frac=warmup_frac, replay=replay,
-                              policies=policies,
-                              rpm_per_instance=rpm_per_instance,
-                              window_s=window_s, n_samples=n_samples)
+params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seeds=seeds,
+                              workload=workload, trace=trace, warmup_frac=warmup_frac, replay=replay,
+                              policies=policies, rpm_per_instance=rpm_per_instance, window_s=window_s,
+                              n_samples=n_samples)
 params
 
 # %%

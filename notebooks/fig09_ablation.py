@@ -18,18 +18,20 @@
 #
 # Paper: "token-count → this cost model +4.2% / +1.9% TPS; load-aware filter → SLO-aware migration +7.2% / +24.7%" (claims C15; the two numbers of a pair are read as the 30B and the 235B testbed).
 #
-# Four SMETRIC variants (everything else at registry defaults): the prefill cost is the **token count** or the attention-aware **cost model** (`cost`), and a follow-up leaves its cached instance when the **overload filter** of the v1 reading fires (queued prefill > 2× the mean) or when the **SLO guard** predicts a TTFT-SLO miss (`guard`). Goodput (tokens/s of requests meeting the SLO) vs offered load on both paper testbeds (30B: 32 instances, 10 min; 235B: 8 instances, 20 min because 8 instances are noisier), four workload seeds each. The offered load is in requests per minute per instance, set by the session arrival rate of the generated workload (the tool/think gaps stay as calibrated); the grids bracket each testbed's knee (30B: 8-16, 235B: 12-24 rpm; the paper's 43-48 rpm is far past saturation in our performance model). A component's gain = ratio of peak goodput (max over the load grid, mean over seeds). The paper's order adds the cost model to v1, then swaps the filter for the SLO guard; the other order is shown too.
+# Four SMETRIC variants (everything else at registry defaults): the prefill cost is the **token count** or the attention-aware **cost model** (`cost`), and a follow-up leaves its cached instance when the **overload filter** of the v1 reading fires (queued prefill > 2× the mean) or when the **SLO guard** predicts a TTFT-SLO miss (`guard`). Goodput (tokens/s of requests meeting the SLO) vs offered load on both paper testbeds (30B: 32 instances, 5 min; 235B: 8 instances, 10 min because 8 instances are noisier), eight workload seeds each, on `bailian-coder` in closed replay with the lmcache-mooncake connector (the testbed defaults; windows shortened from 10/20 min to fit the compute budget, seeds not cut). The offered load is in requests per minute per instance, set by the session arrival rate of the generated workload (the tool/think gaps stay as calibrated); the grids bracket each testbed's knee (30B: 44-56, 235B: 34-48 rpm). A component's gain = ratio of peak goodput (max over the load grid, mean over seeds). The paper's order adds the cost model to v1, then swaps the filter for the SLO guard; the other order is shown too.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
 # Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbeds: list = None  # paper testbeds
-rpm_per_instance: dict = None  # offered loads (requests / min / instance) per testbed
-seeds: list = None  # workload seeds
+rpm_per_instance: dict = None  # offered loads (requests / min / instance) per testbed, bracketing the knee
+seeds: list = None  # workload seeds (gains paired per seed)
 minutes: dict = None  # measured window per testbed
 n_instances: dict = None  # instances per testbed
 warmup_frac: float = None  # first quarter of the window not measured
+workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 
 # %%
 from smetric.context import run_context
@@ -38,8 +40,8 @@ from smetric.experiments.figures import fig09_ablation as figure
 
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbeds=testbeds, rpm_per_instance=rpm_per_instance, seeds=seeds,
-                              minutes=minutes, n_instances=n_instances,
-                              warmup_frac=warmup_frac)
+                              minutes=minutes, n_instances=n_instances, warmup_frac=warmup_frac, workload=workload,
+                              trace=trace)
 params
 
 # %%

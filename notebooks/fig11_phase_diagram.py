@@ -16,7 +16,9 @@
 # %% [markdown]
 # # Figure 11 (beyond the paper): where SMETRIC wins and where it loses
 #
-# The paper evaluates one global-store provisioning, one agent workload and a few loads. Here the 30B model on 16 instances (8 min windows) with a global KV store of unlimited capacity and a per-instance read bandwidth of 1.5-96 GB/s (the paper testbeds' provisioned store is ~24 GB/s), agent sessions whose median number of turns is 1-8 (log-normal, the calibration's σ; mean in brackets), and four offered loads (4-10 requests / min / instance, set by the session arrival rate, so longer sessions arrive less often; `offered_rpm_per_instance` is the rate measured in the window). Top: SMETRIC's goodput over the best of LMetric, Dynamo and least-load in each cell (ties: within ±3 %, about the seed-to-seed spread of fig09; grey: overloaded, no policy meets the SLO for half of its requests — past saturation, where open-loop queues grow and ratios of small goodputs are noise). Bottom: the fraction of the ideal goodput each reaches — the ideal (`smetric.policies.bounds.ideal_bound`) balances perfectly and hits every reusable token, capped by the offered token rate. No paper claim: the last cell states the regimes found.
+# The paper evaluates one global-store provisioning, one agent workload and a few loads. Here the 30B model on 16 instances (5 min windows, eight workload seeds, `bailian-coder` in closed replay) with a global KV store of unlimited capacity and a per-instance read bandwidth of 1.5-24 GB/s (the paper testbeds' provisioned store is ~24 GB/s), agent sessions whose median number of turns is 1-16 (log-normal, the calibration's σ; mean in brackets), and two offered loads (40 and 52 requests / min / instance, set by the session arrival rate, so longer sessions arrive less often; `offered_rpm_per_instance` is the rate measured in the window). Top: SMETRIC's goodput over the best of LMetric, Dynamo and least-load in each cell (tie: the paired t-interval of the gain over the 8 seeds contains 0; grey: overloaded, no policy meets the SLO for half of its requests — past saturation, where open-loop queues grow and ratios of small goodputs are noise). Bottom: the fraction of the ideal goodput each reaches — the ideal (`smetric.policies.bounds.ideal_bound`) balances perfectly and hits every reusable token, capped by the offered token rate. No paper claim: the last cell states the regimes found.
+#
+# **KV connector.** The store is reached through the `ideal` connector here, a per-instance link of the swept bandwidth: the testbeds' default `lmcache-mooncake` connector ignores the store's per-instance bandwidth (its NIC pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link (parameter `kv_connector`).
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -30,8 +32,10 @@ testbed: str = None  # paper testbed
 n_instances: int = None  # instances
 minutes: float = None  # measured window
 warmup_minutes: float = None  # sessions start this long before the window
-seed: int = None  # workload and policy seed
+seeds: list = None  # workload seeds (the seed count of fig06; gains paired per seed)
+workload: str = None  # synthetic workload preset (the turns axis is a generator knob)
 warmup_frac: float = None  # share of the arrival span not measured
+kv_connector: str = None  # KV connector: ideal (a per-instance store link of the swept bandwidth)
 
 # %%
 from smetric.context import run_context
@@ -40,11 +44,9 @@ from smetric.experiments.figures import fig11_phase_diagram as figure
 
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, bandwidths=bandwidths, turns_medians=turns_medians,
-                              rpm_per_instance=rpm_per_instance,
-                              policies=policies, testbed=testbed,
-                              n_instances=n_instances, minutes=minutes,
-                              warmup_minutes=warmup_minutes, seed=seed,
-                              warmup_frac=warmup_frac)
+                              rpm_per_instance=rpm_per_instance, policies=policies, testbed=testbed,
+                              n_instances=n_instances, minutes=minutes, warmup_minutes=warmup_minutes, seeds=seeds,
+                              workload=workload, warmup_frac=warmup_frac, kv_connector=kv_connector)
 params
 
 # %%

@@ -22,7 +22,7 @@
 # * **smetric-score**: S = α/E[T] + β·P + γ·L/L_max − δ·R (defaults α=1, β=0, γ=1, δ=0.5, L_max=10 s), E[T] the turn's estimated *GPU* time (prefill of its uncached tokens + decode), never its tool/think gap; a request whose KV does not fit is skipped.
 # * **mlfq**: high (first turns, E[T] < 100 ms, priority sessions; oldest first) > medium (by S) > low (E[T] > 2 s); promotion after 5 s (low → medium) and 10 s (→ high).
 #
-# Row 1: the 30B testbed in **closed replay** (a turn that waits delays the rest of its session), the SMETRIC and least-load routers, three offered loads (below, near and past saturation). Row 2: the score's weights on a single instance fed short turns past its capacity plus a long turn every few seconds — the starvation mechanism in isolation. There is no paper claim for this figure (the scheduler blueprint is a design note); the last cell prints what we measured.
+# Row 1: the 30B testbed in **closed replay** (a turn that waits delays the rest of its session), the SMETRIC and least-load routers, three offered loads (36, 48, 56 rpm/instance: below, near and past the knee of `bailian-coder`; windows of 5 min to fit the budget). Row 2: the score's weights on a single instance fed short turns past its capacity plus a long turn every few seconds — the starvation mechanism in isolation. There is no paper claim for this figure (the scheduler blueprint is a design note); the last cell prints what we measured.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -30,15 +30,17 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbed: str = None  # paper testbed (provisioned global store)
 n_instances: int = None  # instances
-minutes: float = None  # measured window of the agent workload (sessions start up to 30 min earlier)
-loads: list = None  # offered loads (requests / min / instance)
+minutes: float = None  # measured window of the agent workload (sessions start 6 h earlier)
+loads: list = None  # offered loads (requests / min / instance): below, at, past the knee
 routers: list = None  # routers
 disciplines: list = None  # queue disciplines
 seeds: list = None  # workload seeds
 warmup_frac: float = None  # share of the arrival span not measured
+workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 alphas: list = None  # weight sweep: alpha (1 / estimated GPU time)
 gammas: list = None  # weight sweep: gamma (waiting time)
-short_rate: float = None  # weight sweep: short turns per second (capacity is ~13/s)
+short_rate: float = None  # weight sweep: short turns per second (capacity is ~18/s)
 duration: float = None  # weight sweep: seconds of stream
 long_every: float = None  # weight sweep: a long turn every this many seconds
 
@@ -49,11 +51,9 @@ from smetric.experiments.figures import fig12_queue_discipline as figure
 
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, loads=loads,
-                              routers=routers, disciplines=disciplines,
-                              seeds=seeds, warmup_frac=warmup_frac,
-                              alphas=alphas, gammas=gammas,
-                              short_rate=short_rate, duration=duration,
-                              long_every=long_every)
+                              routers=routers, disciplines=disciplines, seeds=seeds, warmup_frac=warmup_frac,
+                              workload=workload, trace=trace, alphas=alphas, gammas=gammas, short_rate=short_rate,
+                              duration=duration, long_every=long_every)
 params
 
 # %%

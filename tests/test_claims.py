@@ -56,10 +56,16 @@ def test_a_hand_written_comparative_verdict_is_refused(tmp_path):
                                      reason="")], outdir=tmp_path)
 
 
-def test_workload_claim_rows_need_public_traces_to_reproduce():
+def test_workload_claim_rows_are_decided_by_the_real_agent_trace():
     import pandas as pd
 
-    from smetric.experiments.workload_figs import AGENT_LABEL, CHAT_LABEL, workload_claim_rows
+    from smetric.experiments.workload_figs import (
+        AGENT_LABEL,
+        AGENT_TRACE_LABEL,
+        CHAT_LABEL,
+        SHARED_PREFIX_LABEL,
+        workload_claim_rows,
+    )
 
     stats = {"reuse_ratio": 0.9, "intra_session_reuse_share": 0.9, "first_turn_reuse_ratio": 0.19,
              "reuse_within_100s": 0.9, "top25_session_token_share": 0.9}
@@ -68,6 +74,17 @@ def test_workload_claim_rows_need_public_traces_to_reproduce():
     rows += [(t, "reuse_ratio", 0.4) for t in ("Mooncake conversation", "Mooncake synthetic")]
     frame = pd.DataFrame(rows, columns=["trace", "category", "y"]).assign(panel="summary")
     verdicts = {r["claim_id"]: r["verdict"] for r in workload_claim_rows(frame)}
-    assert verdicts["C2_intra_session"] == "reproduced"          # both public traces meet it
-    assert verdicts["C1_agent_reuse"] == "direction only"        # only the calibrated generator does
-    assert verdicts["C3_first_turn"] == "direction only"         # no public data at all
+    # no real agent trace: the calibrated generator alone cannot confirm a finding; chat traces do not count
+    assert verdicts["C2_intra_session"] == "direction only"
+    assert verdicts["C1_agent_reuse"] == "direction only"
+    real = {"reuse_ratio": 0.963, "intra_session_reuse_share": 1.0, "first_turn_reuse_ratio": 0.007,
+            "reuse_within_100s": 0.878, "top25_session_token_share": 0.678}
+    with_trace = pd.concat([frame, pd.DataFrame(
+        [(AGENT_TRACE_LABEL, k, v, "summary") for k, v in real.items()]
+        + [(SHARED_PREFIX_LABEL, "first_turn_reuse_ratio", 0.19, "summary")], columns=frame.columns)])
+    verdicts = {r["claim_id"]: r for r in workload_claim_rows(with_trace)}
+    assert {k: r["verdict"] for k, r in verdicts.items() if k != "C1_chat_reuse"} == {
+        "C1_agent_reuse": "reproduced", "C2_intra_session": "reproduced", "C4_reuse_distance": "reproduced",
+        "C3_first_turn": "not reproduced",   # the trace as recorded breaks it; the shared-prefix option is not judged
+        "C5_session_skew": "not reproduced"}
+    assert "real Claude Code trace 0.678" in verdicts["C5_session_skew"]["reproduced"]

@@ -16,9 +16,10 @@ from smetric.experiments.ablation import (
     sensitivity_claims,
     sensitivity_summary,
 )
-from smetric.experiments.claims import VERDICTS, record_claims
+from smetric.experiments.claims import record_claims
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
 from smetric.experiments.setups import offered_point
+from smetric.experiments.verdicts import combine_verdicts, gain_interval, robust_verdict, verdict
 
 STORE = GlobalStore(capacity_gb=float("inf"), bandwidth_gbs=2.0)
 TINY = {"30b": 4}
@@ -27,21 +28,21 @@ MINUTES = 2.0
 
 @pytest.fixture(scope="module")
 def ablation_frame():
-    return ablation(testbeds=("30b",), rpm_per_instance={"30b": (9.0, 18.0)}, seeds=(0, 1), minutes={"30b": MINUTES},
-                    n_instances=TINY, jobs=1)
+    return ablation(testbeds=("30b", "235b"), rpm_per_instance={"30b": (30.0, 45.0), "235b": (30.0, 40.0)},
+                    seeds=(0, 1), minutes={"30b": MINUTES, "235b": MINUTES}, n_instances={"30b": 4, "235b": 2}, jobs=1)
 
 
 @pytest.fixture(scope="module")
 def sensitivity_frame():
     return sensitivity(hit_ratios=(0.1, 0.9), slacks=(2.0,), slo_scales=(0.5, 2.0), baselines=("least-load", "lmetric"),
-                       rpm_per_instance=(9.0, 18.0), minutes=MINUTES, n_instances=4, jobs=1)
+                       rpm_per_instance=(20.0, 30.0), seeds=(0, 1), minutes=MINUTES, n_instances=4, jobs=1)
 
 
 @pytest.fixture(scope="module")
 def phase_frame():
-    return phase_diagram(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(9.0,), n_instances=4,
-                         minutes=MINUTES,
-                         warmup_minutes=20.0, policies=("smetric", "least-load", "dynamo"), jobs=1)
+    return phase_diagram(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(30.0,), n_instances=4,
+                         minutes=MINUTES, warmup_minutes=60.0, seeds=(0, 1),
+                         policies=("smetric", "least-load", "dynamo"), jobs=1)
 
 
 def test_run_cases_matches_offered_point_and_rejects_unknown_keys():
@@ -67,54 +68,76 @@ def test_run_cases_matches_offered_point_and_rejects_unknown_keys():
 
 def test_ablation_frame_covers_every_variant_seed_and_load(ablation_frame):
     df = ablation_frame
-    assert len(df) == len(ABLATION_VARIANTS) * 2 * 2
+    assert len(df) == len(ABLATION_VARIANTS) * 2 * 2 * 2  # variants x seeds x loads x testbeds
     assert set(df["variant"]) == set(ABLATION_VARIANTS) and set(df["policy"]) == {"smetric"}
-    assert set(df["rpm_per_instance"]) == {9.0, 18.0}
+    assert set(df.loc[df["testbed"] == "30b", "rpm_per_instance"]) == {30.0, 45.0}
     assert (df["goodput_tps"] <= df["throughput_tps"] + 1e-9).all()
     # a different workload seed is a different workload
-    by_seed = df.pivot_table(index=["variant", "rpm_per_instance"], columns="seed", values="n_requests")
+    by_seed = df.pivot_table(index=["testbed", "variant", "rpm_per_instance"], columns="seed", values="n_requests")
     assert (by_seed[0] != by_seed[1]).any()
-    # the offered load is the workload's arrival rate: twice the rate, about twice the requests
-    per_rate = df[df["seed"] == 0].groupby("rpm_per_instance")["n_requests"].first()
-    assert 1.5 < per_rate[18.0] / per_rate[9.0] < 2.5
+    # the offered load is the workload's arrival rate: 1.5x the rate, about 1.5x the requests
+    per_rate = df[(df["seed"] == 0) & (df["testbed"] == "30b")].groupby("rpm_per_instance")["n_requests"].first()
+    assert 1.1 < per_rate[45.0] / per_rate[30.0] < 2.0
 
 
 def test_ablation_gains_follow_the_peaks(ablation_frame):
     gains = ablation_gains(ablation_frame)
-    assert len(gains) == 4 and gains["primary"].sum() == 2
-    peaks = ablation_frame.groupby(["seed", "variant"])["goodput_tps"].max().groupby("variant").mean()
+    assert len(gains) == 8 and gains["primary"].sum() == 4
+    peaks = ablation_frame.groupby(["testbed", "seed", "variant"])["goodput_tps"].max()
     for row in gains.itertuples():
-        assert row.gain == pytest.approx(peaks[row.to_variant] / peaks[row.from_variant] - 1.0)
-        assert row.gain_min <= row.gain_max
-    primary = gains[gains["primary"]].set_index("claim_id")
+        sub = peaks.xs(row.testbed, level="testbed").unstack("variant")
+        iv = gain_interval(sub[row.to_variant] / sub[row.from_variant] - 1.0)  # paired per seed
+        assert (row.gain, row.ci_low, row.ci_high, row.n_seeds) == pytest.approx((iv.mean, iv.low, iv.high, 2))
+        assert row.gain_min <= row.gain <= row.gain_max
+    primary = gains[gains["primary"]].drop_duplicates("claim_id").set_index("claim_id")
     # the paper's order: cost model first (from v1), then the SLO guard on top (to the full SMETRIC)
     assert primary.loc["C15_ablation_cost", "to_variant"] == primary.loc["C15_ablation_guard", "from_variant"]
     assert ABLATION_VARIANTS[primary.loc["C15_ablation_guard", "to_variant"]] == {"cost": "attention", "guard": "slo"}
 
 
-def test_ablation_claims_are_recordable(ablation_frame, tmp_path):
-    rows = ablation_claims(ablation_gains(ablation_frame))
-    table = record_claims("fig09", rows, outdir=tmp_path)
-    assert set(table["claim_id"]) == {"C15_ablation_cost", "C15_ablation_guard"}
-    assert set(table["verdict"]) <= set(VERDICTS)
+def test_ablation_claims_are_recordable_with_the_rules_verdict(ablation_frame, tmp_path):
+    gains = ablation_gains(ablation_frame)
+    rows = ablation_claims(gains)
+    record_claims("fig09", rows, outdir=tmp_path)  # raises unless each verdict is the rules'
+    for row in rows:
+        sub = gains[gains["primary"] & (gains["claim_id"] == row["claim_id"])].set_index("testbed").loc[["30b", "235b"]]
+        assert row["verdict"] == combine_verdicts([verdict(r.ci_low, r.ci_high, r.paper) for r in sub.itertuples()])
+        assert row["n_seeds"] == 2
 
 
-def _gains(gain, lo, hi, paper):
-    return pd.DataFrame({"testbed": ["30b", "235b"], "claim_id": "C15_ablation_cost", "component": "cost model",
-                         "context": "with overload filter", "primary": True, "from_variant": "a", "to_variant": "b",
-                         "peak_from": 1.0, "peak_to": 1.0, "gain": gain, "gain_min": lo, "gain_max": hi,
-                         "n_seeds": 2, "paper": paper})
+def test_ablation_claims_need_both_testbeds(ablation_frame):
+    with pytest.raises(ValueError, match="235b"):
+        ablation_claims(ablation_gains(ablation_frame[ablation_frame["testbed"] == "30b"]))
 
 
-@pytest.mark.parametrize("gain, lo, hi, verdict", [
-    ([0.05, 0.02], [0.03, 0.01], [0.07, 0.03], "reproduced"),
-    ([0.05, 0.02], [-0.01, 0.01], [0.07, 0.03], "direction only"),   # one seed negative
-    ([0.20, 0.02], [0.15, 0.01], [0.25, 0.03], "direction only"),   # far above the paper's +4.2 %
-    ([0.05, -0.01], [0.03, -0.02], [0.07, 0.0], "not reproduced"),
+_WIGGLE = np.array([0.01, -0.01, 0.005, -0.005, 0.0, 0.008, -0.008, 0.0])  # zero-mean per-seed noise
+
+
+def _ablation_frame(cost_30b, cost_235b):
+    """A raw ablation frame (8 seeds, one load): v1 peaks at 100; the cost-model variant at 100 (1 + gain + noise)."""
+    rows = []
+    for testbed, gain in (("30b", cost_30b), ("235b", cost_235b)):
+        for seed, eps in enumerate(_WIGGLE):
+            for variant in ABLATION_VARIANTS:
+                tps = 100.0 * (1 + gain + eps) if variant.startswith("cost model") else 100.0
+                rows.append({"testbed": testbed, "seed": seed, "rpm_per_instance": 40.0, "variant": variant,
+                             "policy": "smetric", "goodput_tps": tps})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("cost_30b, cost_235b, expected", [
+    (0.04, 0.02, "reproduced"),        # both inside [0.5x, 1.5x] of +4.2 % / +1.9 %
+    (0.20, 0.02, "direction only"),    # 30B far above the paper's +4.2 %
+    (0.04, 0.0, "tie"),                # 235B: interval around 0
+    (0.04, -0.05, "contradicted"),     # 235B: wholly negative
 ])
-def test_ablation_verdict_rule(gain, lo, hi, verdict):
-    (row,) = ablation_claims(_gains(gain, lo, hi, [0.042, 0.019]))
-    assert row["verdict"] == verdict
+def test_c15_cost_verdict_on_hand_made_frames(cost_30b, cost_235b, expected):
+    gains = ablation_gains(_ablation_frame(cost_30b, cost_235b))
+    row = {r["claim_id"]: r for r in ablation_claims(gains)}["C15_ablation_cost"]
+    assert row["verdict"] == expected
+    iv = gain_interval((1 + cost_30b + _WIGGLE) - 1.0)
+    assert float(row["gain_mean"].split("/")[0]) == pytest.approx(iv.mean, abs=1e-4)
+    assert float(row["ci_low"].split("/")[0]) == pytest.approx(iv.low, abs=1e-4)
 
 
 def test_sensitivity_frame_and_slo_wiring(sensitivity_frame):
@@ -123,11 +146,11 @@ def test_sensitivity_frame_and_slo_wiring(sensitivity_frame):
     configs = set(map(tuple, ours[["param_hit_ratio", "param_slack", "slo_scale"]].drop_duplicates().to_numpy()))
     assert configs == {(0.5, 1.0, 1.0), (0.1, 1.0, 1.0), (0.9, 1.0, 1.0), (0.5, 2.0, 1.0), (0.5, 1.0, 0.5),
                        (0.5, 1.0, 2.0)}
-    assert len(ours) == len(configs) * 2
+    assert len(ours) == len(configs) * 2 * 2  # two loads, two seeds
     base = df[df["policy"] != "smetric"]
     assert base["param_hit_ratio"].isna().all() and set(base["slo_scale"]) == {0.5, 1.0, 2.0}
     # a baseline ignores the SLO, so only the metric changes: same work, more goodput under a looser SLO
-    for _, sub in base.groupby(["policy", "rpm_per_instance"]):
+    for _, sub in base.groupby(["policy", "rpm_per_instance", "seed"]):
         tight, loose = sub.set_index("slo_scale").loc[0.5], sub.set_index("slo_scale").loc[2.0]
         assert tight["throughput_tps"] == loose["throughput_tps"]
         assert tight["goodput_tps"] <= loose["goodput_tps"]
@@ -138,36 +161,44 @@ def test_sensitivity_summary_relative_to_default_and_best(sensitivity_frame):
     assert set(summary["knob"]) == {"hit_ratio", "slack", "slo_scale"}
     default = summary[(summary["knob"] == "hit_ratio") & (summary["value"] == 0.5)].iloc[0]
     assert default["rel_to_default"] == 1.0
-    base = peak_goodput(sensitivity_frame[sensitivity_frame["policy"] != "smetric"], ["slo_scale", "policy"])
+    base = peak_goodput(sensitivity_frame[sensitivity_frame["policy"] != "smetric"], ["slo_scale", "policy", "seed"])
+    ours = peak_goodput(sensitivity_frame[sensitivity_frame["policy"] == "smetric"],
+                        ["param_hit_ratio", "param_slack", "slo_scale", "seed"])
     for row in summary.itertuples():
-        best = base.xs(row.slo_scale, level="slo_scale")
-        assert row.best_baseline_peak == best.max() and row.best_baseline in {"least-load", "lmetric"}
-        assert row.gain_vs_best == pytest.approx(row.smetric_peak / best.max() - 1.0)
+        means = base.xs(row.slo_scale, level="slo_scale").groupby(level="policy").mean()
+        assert row.best_baseline == means.idxmax() and row.best_baseline_peak == pytest.approx(means.max())
+        key = {"hit_ratio": (row.value, 1.0, 1.0), "slack": (0.5, row.value, 1.0), "slo_scale": (0.5, 1.0, row.value)}
+        mine = ours.loc[key[row.knob]]
+        theirs = base.xs((row.slo_scale, row.best_baseline), level=("slo_scale", "policy"))
+        iv = gain_interval(mine / theirs - 1.0)  # paired per seed
+        assert (row.gain_vs_best, row.ci_low, row.ci_high, row.n_seeds) == pytest.approx((iv.mean, iv.low, iv.high, 2))
     assert summary.loc[summary["knob"] == "slo_scale", "value"].tolist() == [0.5, 1.0, 2.0]
 
 
-@pytest.mark.parametrize("hyper, slo, verdict", [
-    ([0.02, 0.01], [0.03, 0.05], "reproduced"),
-    ([0.02, -0.01], [0.03, 0.05], "direction only"),
-    ([0.02, 0.01], [-0.03, 0.05], "direction only"),
-    ([-0.02, 0.01], [-0.03, 0.05], "not reproduced"),
+@pytest.mark.parametrize("lows, highs, expected", [
+    ([0.01, 0.02, 0.01, 0.03], [0.05, 0.06, 0.04, 0.07], "reproduced"),   # every condition above 0
+    ([0.01, -0.02, 0.01, 0.03], [0.05, 0.06, 0.04, 0.07], "tie"),         # slack 2 straddles 0
+    ([0.01, 0.02, -0.09, 0.03], [0.05, 0.06, -0.01, 0.07], "contradicted"),  # SLO x0.5 wholly below 0
 ])
-def test_sensitivity_verdict_rule(hyper, slo, verdict):
+def test_c17_verdict_is_the_robust_rule(lows, highs, expected, tmp_path):
     summary = pd.DataFrame({"knob": ["hit_ratio", "slack", "slo_scale", "slo_scale"], "value": [0.1, 2.0, 0.5, 2.0],
-                            "gain_vs_best": hyper + slo, "rel_to_default": 1.0, "best_baseline": "least-load"})
+                            "gain_vs_best": [(lo + hi) / 2 for lo, hi in zip(lows, highs)], "ci_low": lows,
+                            "ci_high": highs, "n_seeds": 8, "rel_to_default": 1.0, "best_baseline": "least-load"})
     (row,) = sensitivity_claims(summary)
-    assert row["verdict"] == verdict and row["claim_id"] == "C17_robustness"
+    assert row["verdict"] == robust_verdict(list(zip(lows, highs))) == expected
+    assert row["claim_id"] == "C17_robustness" and row["n_seeds"] == 8
+    record_claims("fig10", [row], outdir=tmp_path)
 
 
 def test_phase_diagram_bounds_and_axes(phase_frame):
     df = phase_frame
-    assert len(df) == 2 * 2 * 1 * 3
+    assert len(df) == 2 * 2 * 1 * 3 * 2
     assert (df["ideal_goodput_tps"] <= df["ideal_tps"]).all() and (df["ideal_goodput_tps"] <= df["offered_tps"]).all()
     assert np.allclose(df["frac_ideal"], df["goodput_tps"] / df["ideal_goodput_tps"])
     turns = df.groupby("turns_median")["mean_turns"].first()
     assert turns.is_monotonic_increasing and turns.iloc[0] > 1.0
     # the bound depends on the workload only, not on the store bandwidth
-    assert (df.groupby("turns_median")["ideal_tps"].nunique() == 1).all()
+    assert (df.groupby(["seed", "turns_median"])["ideal_tps"].nunique() == 1).all()
 
 
 def test_phase_cells_pick_the_best_baseline(phase_frame):
@@ -175,29 +206,44 @@ def test_phase_cells_pick_the_best_baseline(phase_frame):
     assert len(cells) == 4
     for row in cells.itertuples():
         runs = phase_frame[(phase_frame["bandwidth_gbs"] == row.bandwidth_gbs)
-                           & (phase_frame["turns_median"] == row.turns_median)].set_index("policy")
-        sub = runs["goodput_tps"]
-        assert row.best_goodput == sub.drop("smetric").max() and row.best_baseline != "smetric"
-        assert row.best_slo_attainment == runs["slo_attainment"].max()
+                           & (phase_frame["turns_median"] == row.turns_median)]
+        means = runs.groupby("policy")[["goodput_tps", "slo_attainment"]].mean()
+        assert row.best_goodput == pytest.approx(means["goodput_tps"].drop("smetric").max())
+        assert row.best_baseline == means["goodput_tps"].drop("smetric").idxmax()
+        assert row.best_slo_attainment == pytest.approx(means["slo_attainment"].max())
         if row.regime != "overloaded":
-            assert row.gain == pytest.approx(sub["smetric"] / sub.drop("smetric").max() - 1.0)
+            tps = runs.pivot(index="seed", columns="policy", values="goodput_tps")
+            iv = gain_interval(tps["smetric"] / tps[row.best_baseline] - 1.0)
+            assert (row.gain, row.ci_low, row.ci_high) == pytest.approx((iv.mean, iv.low, iv.high))
 
 
-def test_phase_regimes_classify_by_tie_band_and_overload():
-    frame = pd.DataFrame({
-        "bandwidth_gbs": [1.0] * 8 + [2.0] * 8, "turns_median": [1.0, 1.0, 2.0, 2.0] * 4,
-        "mean_turns": [3.0, 3.0, 6.0, 6.0] * 4, "rpm_per_instance": [5.0] * 4 + [9.0] * 4 + [5.0] * 4 + [9.0] * 4,
-        "policy": ["smetric", "least-load"] * 8,
-        "goodput_tps": [110, 100, 101, 100, 90, 100, 1, 2, 100, 100, 100, 100, 100, 100, 100, 100],
-        "ideal_goodput_tps": 100.0, "hit_ratio_hbm": 0.5,
-        "slo_attainment": [0.9] * 6 + [0.1, 0.4] + [0.9] * 8,   # the 7th and 8th rows: an overloaded cell
-    })
-    frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
-    cells = phase_cells(frame, tie_band=0.03, slo_floor=0.5)
-    first = cells[cells["bandwidth_gbs"] == 1.0].set_index(["turns_median", "rpm_per_instance"])["regime"]
-    assert first.to_dict() == {(1.0, 5.0): "smetric wins", (2.0, 5.0): "tie", (1.0, 9.0): "smetric loses",
-                               (2.0, 9.0): "overloaded"}
-    assert np.isnan(cells.set_index(["bandwidth_gbs", "turns_median", "rpm_per_instance"]).loc[(1.0, 2.0, 9.0), "gain"])
-    regimes = phase_regimes(cells)
+def _phase_frame(ours_by_cell):
+    """Hand-made phase frame: 4 seeds, cells (turns, rpm) -> SMETRIC's per-seed goodputs; least-load always 100."""
+    rows = []
+    for (turns, rpm), ours in ours_by_cell.items():
+        for seed, tps in enumerate(ours):
+            for policy, value in (("smetric", tps), ("least-load", 100.0)):
+                rows.append({"seed": seed, "bandwidth_gbs": 1.0, "turns_median": turns, "mean_turns": 3 * turns,
+                             "rpm_per_instance": rpm, "policy": policy, "goodput_tps": value,
+                             "ideal_goodput_tps": 200.0, "hit_ratio_hbm": 0.5,
+                             "slo_attainment": 0.1 if rpm > 8 else 0.9})
+    frame = pd.DataFrame(rows)
+    return frame.assign(frac_ideal=frame["goodput_tps"] / frame["ideal_goodput_tps"])
+
+
+def test_phase_regimes_classify_by_the_paired_interval_and_overload():
+    frame = _phase_frame({(1.0, 5.0): [110, 111, 109, 110],      # interval above 0
+                          (2.0, 5.0): [104, 96, 103, 97],        # mean 0: contains 0 (a +-3 % band would agree)
+                          (4.0, 5.0): [101.5, 101.6, 101.4, 101.5],  # +1.5 %, tight: wins though inside +-3 %
+                          (1.0, 9.0): [90, 91, 89, 90]})         # overloaded (SLO attainment 0.1)
+    cells = phase_cells(frame, tie_band=0.03, slo_floor=0.5).set_index(["turns_median", "rpm_per_instance"])
+    assert cells["regime"].to_dict() == {(1.0, 5.0): "smetric wins", (2.0, 5.0): "tie", (4.0, 5.0): "smetric wins",
+                                         (1.0, 9.0): "overloaded"}
+    assert np.isnan(cells.loc[(1.0, 9.0), "gain"])
+    loses = phase_cells(_phase_frame({(1.0, 5.0): [90, 91, 89, 90]}))
+    assert loses["regime"].tolist() == ["smetric loses"]
+    one_seed = phase_cells(_phase_frame({(1.0, 5.0): [101.5]}))  # no interval: the +-3 % band decides
+    assert one_seed["regime"].tolist() == ["tie"] and np.isnan(one_seed["ci_low"].iloc[0])
+    regimes = phase_regimes(cells.reset_index())
     total = regimes[regimes["axis"] == "all"].iloc[0]
-    assert (total["smetric wins"], total["tie"], total["smetric loses"], total["overloaded"]) == (1, 5, 1, 1)
+    assert (total["smetric wins"], total["tie"], total["smetric loses"], total["overloaded"]) == (2, 1, 0, 1)

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from smetric.experiments import motivation as mo
-from smetric.experiments.claims import record_claims
+from smetric.experiments.claims import paper_value, record_claims
+from smetric.experiments.verdicts import bound_verdict, gain_interval, verdict
 from smetric.hardware import PerfModel
 from smetric.hardware.kernel import prefill_time_nb
 
@@ -15,18 +16,19 @@ TINY = {"n_instances": 2, "minutes": 2.0, "jobs": 1}
 
 
 def test_no_global_tier_rows_and_no_lower_tiers():
-    df = mo.no_global_tier((3.0, 8.0), ("lmetric", "least-load"), **TINY)
-    assert list(df[["policy", "rpm_per_instance"]].itertuples(index=False, name=None)) == [
-        ("lmetric", 3.0), ("lmetric", 8.0), ("least-load", 3.0), ("least-load", 8.0)]
+    df = mo.no_global_tier((30.0, 50.0), ("lmetric", "least-load"), seeds=(0, 1), **TINY)
+    assert sorted(df[["seed", "policy", "rpm_per_instance"]].itertuples(index=False, name=None)) == sorted(
+        (s, p, r) for s in (0, 1) for p in ("lmetric", "least-load") for r in (30.0, 50.0))
     assert (df["hit_ratio_global"] == 0).all() and (df["hit_ratio_dram"] == 0).all()
     assert np.allclose(df["hit_ratio"], df["hit_ratio_hbm"])
     assert (df["goodput_tps"] <= df["throughput_tps"] + 1e-9).all()
     # more sessions per minute -> more requests measured
-    counts = df.pivot(index="rpm_per_instance", columns="policy", values="n_requests")
-    assert (counts.loc[8.0] > counts.loc[3.0]).all()
+    counts = df[df["seed"] == 0].pivot(index="rpm_per_instance", columns="policy", values="n_requests")
+    assert (counts.loc[50.0] > counts.loc[30.0]).all()
 
 
-@pytest.mark.parametrize("kwargs", [{"testbed": "7b"}, {"warmup_frac": 1.0}, {"n_instances": 0}, {"replay": "batch"}])
+@pytest.mark.parametrize("kwargs", [{"testbed": "7b"}, {"warmup_frac": 1.0}, {"n_instances": 0}, {"replay": "batch"},
+                                    {"seeds": ()}, {"seeds": (1, 1)}, {"workload": "no-such-preset"}])
 def test_no_global_tier_rejects_bad_setup(kwargs):
     with pytest.raises(ValueError):
         mo.no_global_tier((3.0,), ("least-load",), **{**TINY, **kwargs})
@@ -37,27 +39,51 @@ def test_no_global_tier_rejects_bad_rates():
         mo.no_global_tier((0.0,), ("least-load",), **TINY)
 
 
-def _c8_frame(reuse_bailian, reuse_lmetric, tps_bailian, tps_lmetric):
+_NOISE = np.array([0.02, -0.01, 0.015, -0.02, 0.005, -0.005, 0.01, -0.015])  # zero-mean per-seed wiggle
+
+
+def _c8_frame(reuse_bailian, reuse_lmetric, tps_bailian, tps_lmetric, noise=_NOISE):
+    """8 seeds; each policy peaks at 4 rpm; LMetric's values wiggle per seed by ``noise`` (relative)."""
     rows = []
-    for policy, reuse, tps in (("bailian", reuse_bailian, tps_bailian), ("lmetric", reuse_lmetric, tps_lmetric)):
-        for rpm, scale in ((2.0, 0.5), (4.0, 1.0)):  # both peak at 4 rpm
-            rows.append({"policy": policy, "rpm_per_instance": rpm, "hit_ratio": reuse, "goodput_tps": tps * scale})
+    for seed, eps in enumerate(noise):
+        for policy, reuse, tps, wiggle in (("bailian", reuse_bailian, tps_bailian, 0.0),
+                                           ("lmetric", reuse_lmetric, tps_lmetric, eps)):
+            for rpm, scale in ((2.0, 0.5), (4.0, 1.0)):
+                rows.append({"seed": seed, "policy": policy, "rpm_per_instance": rpm,
+                             "hit_ratio": reuse * (1 + wiggle), "goodput_tps": tps * scale * (1 + wiggle)})
     return pd.DataFrame(rows)
 
 
-def test_c8_verdicts_follow_the_measurements(tmp_path):
-    paper_like = {r["claim_id"]: r["verdict"] for r in mo.no_global_tier_claims(_c8_frame(0.74, 0.45, 100.0, 64.0))}
-    assert paper_like == {"C8_reuse_no_global": "reproduced", "C8_tps_no_global": "reproduced"}
-    reversed_ = mo.no_global_tier_claims(_c8_frame(0.30, 0.65, 50.0, 100.0))
-    assert {r["verdict"] for r in reversed_} == {"not reproduced"}
-    assert "+100%" in reversed_[1]["reproduced"]
-    record_claims("fig02", reversed_, outdir=tmp_path)  # ids and verdicts are valid
+def test_c8_numbers_and_verdicts_equal_the_rules(tmp_path):
+    frame = _c8_frame(0.74, 0.45, 100.0, 64.0)
+    rows = {r["claim_id"]: r for r in mo.no_global_tier_claims(frame)}
+    # by hand: per-seed relative change of LMetric vs BAILIAN at BAILIAN's peak (4 rpm), t-interval
+    reuse = gain_interval(0.45 * (1 + _NOISE) / 0.74 - 1)
+    tps = gain_interval(64.0 * (1 + _NOISE) / 100.0 - 1)
+    assert float(rows["C8_reuse_no_global"]["gain_mean"]) == pytest.approx(reuse.mean, abs=1e-4)
+    assert float(rows["C8_reuse_no_global"]["ci_low"]) == pytest.approx(reuse.low, abs=1e-4)
+    assert float(rows["C8_tps_no_global"]["ci_high"]) == pytest.approx(tps.high, abs=1e-4)
+    assert rows["C8_reuse_no_global"]["n_seeds"] == 8
+    paper_reuse = paper_value("C8_reuse_no_global").points[0][0]
+    assert paper_reuse == pytest.approx(0.45 / 0.74 - 1)
+    assert rows["C8_reuse_no_global"]["verdict"] == verdict(reuse.low, reuse.high, paper_reuse) == "reproduced"
+    assert rows["C8_tps_no_global"]["verdict"] == verdict(tps.low, tps.high, -0.36) == "reproduced"
+    record_claims("fig02", list(rows.values()), outdir=tmp_path)  # the rules accept the computed verdicts
+
+
+def test_c8_gives_contradicted_and_tie_when_the_data_say_so(tmp_path):
+    reversed_ = {r["claim_id"]: r for r in mo.no_global_tier_claims(_c8_frame(0.30, 0.65, 50.0, 100.0))}
+    assert {r["verdict"] for r in reversed_.values()} == {"contradicted"}
+    assert "+100.0%" in reversed_["C8_tps_no_global"]["reproduced"]
+    record_claims("fig02", list(reversed_.values()), outdir=tmp_path)
+    same = {r["claim_id"]: r["verdict"] for r in mo.no_global_tier_claims(_c8_frame(0.60, 0.60, 100.0, 100.0))}
+    assert same == {"C8_reuse_no_global": "tie", "C8_tps_no_global": "tie"}  # zero-mean noise: interval holds 0
     weaker = {r["claim_id"]: r["verdict"] for r in mo.no_global_tier_claims(_c8_frame(0.60, 0.55, 100.0, 90.0))}
     assert weaker == {"C8_reuse_no_global": "direction only", "C8_tps_no_global": "direction only"}
 
 
 def test_global_tier_sweep_grid_and_store_effect():
-    df = mo.global_tier_sweep((0.0, math.inf), (2.0, 23.75), ("least-load", "smetric"), rpm_per_instance=12.0,
+    df = mo.global_tier_sweep((0.0, math.inf), (2.0, 23.75), ("least-load", "smetric"), rpm_per_instance=40.0,
                               **{**TINY, "minutes": 3.0})
     assert len(df) == 2 + 2 * 2  # no store once, unlimited store at both bandwidths
     none = df[df["capacity_gb"] == 0]
@@ -69,7 +95,12 @@ def test_global_tier_sweep_grid_and_store_effect():
     no_store = float(ll.loc[ll["capacity_gb"] == 0, "hit_ratio"].iloc[0])
     assert (ll.loc[ll["capacity_gb"] > 0, "hit_ratio"] >= no_store).all()
     gaps = mo.global_tier_gaps(df)
-    assert len(gaps) == 3 and (gaps["load_only_gap"] <= 0).all()
+    assert len(gaps) == 3 and (gaps["best_policy"] == "smetric").all()  # the only other router
+    tps = df.assign(bandwidth_gbs=df["bandwidth_gbs"].fillna(-1)).set_index(["capacity_gb", "bandwidth_gbs", "policy"])
+    for r in gaps.fillna({"bandwidth_gbs": -1}).itertuples():
+        ratio = tps.loc[(r.capacity_gb, r.bandwidth_gbs, "least-load"), "goodput_tps"] / tps.loc[
+            (r.capacity_gb, r.bandwidth_gbs, "smetric"), "goodput_tps"]
+        assert r.load_only_gap == pytest.approx(ratio - 1)
 
 
 def test_global_tier_sweep_needs_the_load_only_reference():
@@ -79,15 +110,21 @@ def test_global_tier_sweep_needs_the_load_only_reference():
         mo.global_tier_sweep((-1.0,), (23.75,), **TINY)
 
 
-def _store_frame():
-    rows = [(0.0, math.nan, "least-load", 10.0), (0.0, math.nan, "smetric", 40.0),
-            (math.inf, 23.75, "least-load", 95.0), (math.inf, 23.75, "smetric", 100.0),
-            (math.inf, 1.0, "least-load", 50.0), (math.inf, 1.0, "lmetric", 80.0), (math.inf, 1.0, "smetric", 70.0)]
-    df = pd.DataFrame(rows, columns=["capacity_gb", "bandwidth_gbs", "policy", "goodput_tps"])
-    return df.assign(hit_ratio=0.5, rpm_per_instance=12.0)
+def _store_frame(provisioned_least_load=95.0, noise=_NOISE):
+    """8 seeds; least-load's goodput in the provisioned cell wiggles per seed by ``noise`` (relative)."""
+    rows = []
+    for seed, eps in enumerate(noise):
+        cells = [(0.0, math.nan, "least-load", 10.0), (0.0, math.nan, "smetric", 40.0),
+                 (math.inf, 23.75, "least-load", provisioned_least_load * (1 + eps)),
+                 (math.inf, 23.75, "smetric", 100.0), (math.inf, 23.75, "lmetric", 90.0),
+                 (math.inf, 1.0, "least-load", 50.0), (math.inf, 1.0, "lmetric", 80.0),
+                 (math.inf, 1.0, "smetric", 70.0)]
+        rows += [(seed, *cell) for cell in cells]
+    df = pd.DataFrame(rows, columns=["seed", "capacity_gb", "bandwidth_gbs", "policy", "goodput_tps"])
+    return df.assign(hit_ratio=0.5, rpm_per_instance=48.0)
 
 
-def test_global_tier_gaps_and_c9_on_a_hand_made_frame():
+def test_global_tier_gaps_and_c9_on_a_hand_made_frame(tmp_path):
     gaps = mo.global_tier_gaps(_store_frame()).set_index(["capacity_gb", "bandwidth_gbs"])
     assert gaps.loc[(math.inf, 1.0), "best_policy"] == "lmetric"
     assert gaps.loc[(math.inf, 1.0), "load_only_gap"] == pytest.approx(50 / 80 - 1)
@@ -95,18 +132,21 @@ def test_global_tier_gaps_and_c9_on_a_hand_made_frame():
     none = mo.global_tier_gaps(_store_frame()).query("capacity_gb == 0")
     assert none["load_only_gap"].iloc[0] == pytest.approx(-0.75) and none["bandwidth_gbs"].isna().all()
     (row,) = mo.global_tier_claims(_store_frame())
-    assert row["verdict"] == "reproduced"  # -5 % at the fully provisioned cell
+    iv = gain_interval(95.0 * (1 + _NOISE) / 100.0 - 1)  # paired vs smetric, the best by seed mean
+    assert float(row["gain_mean"]) == pytest.approx(iv.mean, abs=1e-4) and row["n_seeds"] == 8
+    assert row["verdict"] == bound_verdict(iv.low, iv.high, -0.07, "lower") == "reproduced"  # -5 % +- 1 %
     assert "1 GB/s (-38%)" in row["reason"]
-    worse = _store_frame()
-    worse.loc[(worse["bandwidth_gbs"] == 23.75) & (worse["policy"] == "least-load"), "goodput_tps"] = 80.0
-    assert mo.global_tier_claims(worse)[0]["verdict"] == "direction only"  # -20 %, still better than -75 % without
+    record_claims("fig03", [row], outdir=tmp_path)
+    assert mo.global_tier_claims(_store_frame(80.0))[0]["verdict"] == "contradicted"  # -20 %: wholly below -7 %
+    straddle = mo.global_tier_claims(_store_frame(93.0, noise=5 * _NOISE))[0]  # -7 % +- several points
+    assert straddle["verdict"] == "tie"
 
 
 def test_sticky_imbalance_frame():
-    df = mo.sticky_imbalance(("session-sticky", "least-load"), rpm_per_instance=6.0, window_s=30.0, n_samples=400,
+    df = mo.sticky_imbalance(("session-sticky", "least-load"), rpm_per_instance=30.0, window_s=30.0, n_samples=400,
                              **TINY)
     assert set(df["policy"]) == {"session-sticky", "least-load"}
-    per_window = df.groupby(["policy", "minute"])["instance"].nunique()
+    per_window = df.groupby(["seed", "policy", "minute"])["instance"].nunique()
     assert (per_window == 2).all()
     assert (df["requests"] >= 0).all() and df["kv_used_frac"].between(0, 1).all()
     assert (df.groupby("policy")["work_imbalance"].nunique() == 1).all() and (df["work_imbalance"] >= 1).all()
@@ -115,20 +155,31 @@ def test_sticky_imbalance_frame():
     assert (ratios[["requests_imbalance", "kv_imbalance"]].dropna() <= 2 + 1e-12).all().all()  # 2 instances
 
 
-def test_imbalance_over_time_and_c10_on_a_hand_made_frame():
+def _imbalance_frame(sticky_loads):
+    """Two seeds x two policies x two minutes x two instances; ``sticky_loads[seed]`` = per-minute (a, b)."""
     rows = []
-    for policy, loads in (("session-sticky", [(3.0, 1.0), (2.0, 2.0)]), ("smetric", [(1.0, 1.0), (1.0, 1.0)])):
-        for minute, (a, b) in enumerate(loads):
-            rows += [{"policy": policy, "rpm_per_instance": 12.0, "minute": float(minute), "instance": i,
-                      "requests": v, "kv_used_frac": 0.0, "work_imbalance": 1.2} for i, v in enumerate((a, b))]
-    frame = pd.DataFrame(rows)
-    ratios = mo.imbalance_over_time(frame).set_index(["policy", "minute"])
-    assert ratios.loc[("session-sticky", 0.0), "requests_imbalance"] == pytest.approx(1.5)
-    assert ratios.loc[("session-sticky", 1.0), "requests_imbalance"] == pytest.approx(1.0)
+    for seed, loads in enumerate(sticky_loads):
+        for policy, per in (("session-sticky", loads), ("smetric", [(1.0, 1.0), (1.0, 1.0)])):
+            for minute, (a, b) in enumerate(per):
+                rows += [{"seed": seed, "policy": policy, "rpm_per_instance": 48.0, "minute": float(minute),
+                          "instance": i, "requests": v, "kv_used_frac": 0.0, "work_imbalance": 1.2}
+                         for i, v in enumerate((a, b))]
+    return pd.DataFrame(rows)
+
+
+def test_imbalance_over_time_and_c10_on_a_hand_made_frame():
+    frame = _imbalance_frame([[(3.0, 1.0), (2.0, 2.0)], [(3.0, 1.0), (3.0, 1.0)]])
+    ratios = mo.imbalance_over_time(frame).set_index(["seed", "policy", "minute"])
+    assert ratios.loc[(0, "session-sticky", 0.0), "requests_imbalance"] == pytest.approx(1.5)
+    assert ratios.loc[(0, "session-sticky", 1.0), "requests_imbalance"] == pytest.approx(1.0)
     assert ratios["kv_imbalance"].isna().all()  # all idle: undefined, not infinite
     (row,) = mo.sticky_imbalance_claims(frame)
-    assert row["verdict"] == "direction only"  # mean 1.25x: above SMETRIC's 1.0x, far from 2.17x
-    assert "1.25x" in row["reproduced"]
+    assert row["verdict"] == "direction only"  # seeds 1.25x and 1.5x: above SMETRIC's 1.0x, far from 2.17x
+    assert "1.38 (1.25-1.50 over 2 seeds)" in row["reproduced"]
+    near = _imbalance_frame([[(4.2, 0.0), (4.2, 0.0)], [(4.4, 0.0), (4.4, 0.0)]])  # 2.0x and ~2.0x: within 20 %
+    assert mo.sticky_imbalance_claims(near)[0]["verdict"] == "reproduced"
+    flat = _imbalance_frame([[(1.0, 1.0), (1.0, 1.0)], [(3.0, 1.0), (3.0, 1.0)]])  # one seed not above SMETRIC
+    assert mo.sticky_imbalance_claims(flat)[0]["verdict"] == "not reproduced"
 
 
 def test_chunked_prefill_time_matches_the_kernel():

@@ -52,12 +52,12 @@ def test_papermill_reads_every_parameter(name, caplog):
 
 def test_preset_overrides_keep_none_and_freeze_lists():
     module = figure_module("fig02")
-    p = module.Params.preset(True, rpm_per_instance=[3, 5], seed=None)
-    assert p.rpm_per_instance == (3, 5) and p.seed == module.Params.quick().seed
+    p = module.Params.preset(True, rpm_per_instance=[3, 5], seeds=None)
+    assert p.rpm_per_instance == (3, 5) and p.seeds == module.Params.quick().seeds
     from_cli = figure_module("fig06").Params.preset(True, seeds="[0, 1]", model="qwen3-235b-a22b", load_max="16")
     assert from_cli.seeds == (0, 1) and from_cli.model == "qwen3-235b-a22b" and from_cli.load_max == 16
     with pytest.raises(ValueError, match="needs a literal"):
-        module.Params.preset(False, seed="zero")
+        module.Params.preset(False, seeds="zero")
     with pytest.raises(ValueError, match="unknown parameter"):
         module.Params.preset(False, loads=[1])
     with pytest.raises(ValueError, match="matches 0 figures"):

@@ -21,9 +21,10 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
-from .verdicts import UNDETERMINED, VERDICT_ORDER, row_verdict
+from .verdicts import UNDETERMINED, VERDICT_ORDER, PaperValue, parse_paper_value, row_verdict
 
-__all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "record_claims", "collect_claims"]
+__all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "paper_value", "record_claims",
+           "collect_claims"]
 
 #: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
 VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
@@ -37,6 +38,13 @@ _COLUMNS = ["claim_id", "reproduced", "verdict", "reason", *INTERVAL_COLUMNS]
 def paper_claims() -> pd.DataFrame:
     """The paper's claims (``data/paper_claims.csv``), indexed by ``claim_id``."""
     return pd.read_csv(run_context().data_dir / "paper_claims.csv").set_index("claim_id")
+
+
+def paper_value(claim_id: str) -> PaperValue:
+    """The paper's value of ``claim_id`` as the verdict rules judge it
+    (:func:`~smetric.experiments.verdicts.parse_paper_value`)."""
+    row = paper_claims().loc[claim_id]
+    return parse_paper_value(row["paper_value"], row["unit"])
 
 
 def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = None) -> pd.DataFrame:

@@ -38,14 +38,16 @@ from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
-from ..workload.synthetic import synth_agent_workload
-from .setups import TESTBEDS, agent_workload, offered_point, paper_cluster
+from ..workload.synthetic import PRESETS, synth_agent_workload
+from .claims import paper_value
+from .setups import DEFAULT_WORKLOAD, TESTBEDS, WORKLOADS, agent_workload, offered_point, paper_cluster, trace_workload
 from .sweep import sweep
+from .verdicts import claim_columns, gain_interval, paired_gains
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
     "global_tier_sweep", "global_tier_gaps", "plot_global_tier", "global_tier_claims",
-    "sticky_imbalance", "imbalance_over_time", "plot_sticky_imbalance", "sticky_imbalance_claims",
+    "sticky_imbalance", "imbalance_over_time", "imbalance_per_seed", "plot_sticky_imbalance", "sticky_imbalance_claims",
     "load_metric_accuracy", "plot_load_metric_accuracy",
 ]
 
@@ -71,7 +73,8 @@ def _label(policy: str) -> str:
     return POLICY_LABELS.get(policy, policy)
 
 
-def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float, replay: str) -> None:
+def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: float, replay: str,
+                  seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD) -> None:
     if replay not in REPLAYS:
         raise ValueError(f"replay must be one of {REPLAYS}, got {replay!r}")
     if testbed not in TESTBEDS:
@@ -82,6 +85,20 @@ def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: f
         raise ValueError(f"minutes must be > 0, got {minutes!r}")
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds!r}")
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
+
+
+def _workload_args(workload: str, trace: str | None, top_rpm: float) -> dict:
+    """offered_point's workload keywords: ``workload`` thinned from one generation at ``top_rpm``, or ``trace``."""
+    return {"workload_overrides": {"preset": workload, "reference_rpm": float(top_rpm)}, "trace": trace}
+
+
+def _seed_spread(values: pd.Series) -> str:
+    """``mean (min-max over n seeds)`` of one quantity measured per seed."""
+    return f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f} over {len(values)} seeds)"
 
 
 def _check_rates(name: str, values: Sequence[float]) -> list[float]:
@@ -92,19 +109,23 @@ def _check_rates(name: str, values: Sequence[float]) -> list[float]:
 
 
 # ---------------------------------------------------------------------------------------- fig02
-def no_global_tier(rpm_per_instance: Sequence[float] = (2, 3, 4, 6, 8, 10, 13, 16),
+def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
                    policies: Sequence[str] = ("bailian", "lmetric", "least-load", "cache-affinity"), *,
-                   testbed: str = "30b", n_instances: int = 32, minutes: float = 20.0, seed: int = 0,
-                   warmup_frac: float = 0.25, replay: str = "open", jobs: int | None = None) -> pd.DataFrame:
-    """Fig. 2: every policy at every offered load on the testbed with no global store and no DRAM tier.
+                   testbed: str = "30b", n_instances: int = 16, minutes: float = 5.0, seeds: Sequence[int] = (0,),
+                   workload: str = DEFAULT_WORKLOAD, trace: str | None = None, warmup_frac: float = 0.25,
+                   replay: str = "closed", jobs: int | None = None) -> pd.DataFrame:
+    """Fig. 2: every policy at every offered load and seed on the testbed with no global store and no DRAM tier.
 
-    One row per (policy, rpm_per_instance) with every ``SimResult.summary()`` metric (measured after
-    ``warmup_frac`` of the arrival span); ``hit_ratio`` is the reuse ratio (all of it HBM here).
+    One row per (seed, policy, rpm_per_instance) with every ``SimResult.summary()`` metric (measured after
+    ``warmup_frac`` of the arrival span); ``hit_ratio`` is the reuse ratio (all of it HBM here). Every load
+    of a seed is thinned from one ``workload`` generated at the grid's top (common random numbers).
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
-    grid = {"policy": list(policies), "rpm_per_instance": _check_rates("rpm_per_instance", rpm_per_instance)}
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
+    rpms = _check_rates("rpm_per_instance", rpm_per_instance)
+    grid = [{"seed": int(s), "policy": p, "rpm_per_instance": r} for s in seeds for r in rpms for p in policies]
     shared = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-              "seed": seed, "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay}}
+              "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay},
+              **_workload_args(workload, trace, max(rpms))}
     return sweep(grid, offered_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
 
 
@@ -130,53 +151,59 @@ def plot_no_global_tier(frame: pd.DataFrame):
 
 
 def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C8 verdict rows for :func:`smetric.experiments.claims.record_claims`.
+    """C8 rows for :func:`smetric.experiments.claims.record_claims`, paired per workload seed.
 
-    Compared at the load where BAILIAN's goodput peaks (BAILIAN at its best); the reuse ranges over
-    all loads are quoted too.
+    Read at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best). Per seed, the
+    reuse ratio and the goodput of LMetric relative to BAILIAN (``lmetric / bailian - 1``; the paper's
+    "0.74 vs 0.45" is the relative change 0.45 / 0.74 - 1 = -39 %); paired t-interval over the seeds,
+    verdict by :func:`~smetric.experiments.verdicts.claim_columns`.
     """
-    table = frame.pivot(index="rpm_per_instance", columns="policy")
-    bailian_tps, lmetric_tps = table["goodput_tps"]["bailian"], table["goodput_tps"]["lmetric"]
-    ref = float(bailian_tps.idxmax())
-    reuse_b, reuse_l = table["hit_ratio"]["bailian"], table["hit_ratio"]["lmetric"]
-    rb, rl = float(reuse_b[ref]), float(reuse_l[ref])
-    rel = float(lmetric_tps[ref] / bailian_tps[ref] - 1.0) if bailian_tps[ref] > 0 else math.inf
-    if rb > rl and abs(rb - 0.74) <= _REUSE_TOL and abs(rl - 0.45) <= _REUSE_TOL:
-        reuse_verdict = "reproduced"
-    else:
-        reuse_verdict = "direction only" if rb > rl else "not reproduced"
-    if abs(rel + 0.36) <= _TPS_TOL:
-        tps_verdict = "reproduced"
-    else:
-        tps_verdict = "direction only" if rel < 0 else "not reproduced"
-    where = f"at {ref:g} req/min/instance (BAILIAN's goodput peak), no global store, no DRAM"
-    if rb < rl:
-        load_only = table["hit_ratio"].get("least-load")
+    mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
+    ref = float(mean["goodput_tps"]["bailian"].idxmax())
+    at = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "lmetric"])]
+    reuse = paired_gains(at, "hit_ratio", ours="lmetric", baselines=["bailian"])
+    tps = paired_gains(at, "goodput_tps", ours="lmetric", baselines=["bailian"])
+    reuse_iv, tps_iv = gain_interval(reuse["gain"]), gain_interval(tps["gain"])
+    rb, rl = reuse["baseline"], reuse["ours"]
+    where = (f"at {ref:g} req/min/instance (BAILIAN's seed-mean goodput peak), no global store, no DRAM, "
+             f"{reuse_iv.n} workload seeds")
+    loads = f"{frame['rpm_per_instance'].min():g}-{frame['rpm_per_instance'].max():g} req/min/instance"
+    reuse_b, reuse_l = mean["hit_ratio"]["bailian"], mean["hit_ratio"]["lmetric"]
+    if rb.mean() < rl.mean():
+        load_only = mean["hit_ratio"].get("least-load")
         like_load_only = ("" if load_only is None else
-                          f" (reuse {reuse_b.min():.2f}-{reuse_b.max():.2f}, close to load-only's "
+                          f" (reuse {reuse_b.min():.2f}-{reuse_b.max():.2f} over the loads, close to load-only's "
                           f"{load_only.min():.2f}-{load_only.max():.2f})")
         why = ("BAILIAN as in blitz-router samples an instance with probability proportional to its min-max-"
                "normalised score, so among many instances the one holding the session's KV draws only a small "
                f"share of the probability mass and BAILIAN places follow-ups almost at random{like_load_only}, "
-               "while LMetric's (queued + new prefill tokens) x BS score strongly prefers the longest hit on "
-               "~30k-token agent prompts; the paper tuned BAILIAN's weights per workload (not public), we keep "
-               "the defaults")
+               "while LMetric's (queued + new prefill tokens) x BS score prefers the longest hit; the paper tuned "
+               "BAILIAN's weights per workload (not public), we keep the defaults")
     else:
         why = "BAILIAN keeps more of the sessions' KV local than LMetric"
-    affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
-                f"{table['hit_ratio']['cache-affinity'][ref]:.2f} reuse and "
-                f"{table['goodput_tps']['cache-affinity'][ref] / bailian_tps[ref] - 1.0:+.0%} goodput vs BAILIAN"
-                if "cache-affinity" in table["hit_ratio"] and bailian_tps[ref] > 0 else "")
-    loads = f"{frame['rpm_per_instance'].min():g}-{frame['rpm_per_instance'].max():g} req/min/instance"
+    affinity = ""
+    if "cache-affinity" in mean["hit_ratio"]:
+        cache_aff = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "cache-affinity"])]
+        aff = gain_interval(paired_gains(cache_aff, "goodput_tps", ours="cache-affinity",
+                                         baselines=["bailian"])["gain"])
+        affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
+                    f"{mean['hit_ratio']['cache-affinity'][ref]:.2f} reuse and {aff.mean:+.0%} goodput vs BAILIAN "
+                    f"(95 % CI {aff.low:+.0%}..{aff.high:+.0%})")
+    rule = ("verdict from the paired t-interval of the per-seed relative change vs the paper's value "
+            "(reproduced: excludes 0 on the paper's side and overlaps [0.5x, 1.5x] of it; tie: contains 0)")
     return [
         {"claim_id": "C8_reuse_no_global",
-         "reproduced": (f"reuse BAILIAN {rb:.2f} vs LMetric {rl:.2f} {where}; over {loads} BAILIAN "
-                        f"{reuse_b.min():.2f}-{reuse_b.max():.2f}, LMetric {reuse_l.min():.2f}-{reuse_l.max():.2f}"),
-         "verdict": reuse_verdict, "reason": why + affinity},
+         "reproduced": (f"reuse BAILIAN {_seed_spread(rb)} vs LMetric {_seed_spread(rl)} {where}; LMetric vs BAILIAN "
+                        f"{reuse_iv.mean:+.1%} (95 % CI {reuse_iv.low:+.1%}..{reuse_iv.high:+.1%}; paper -39 %); "
+                        f"seed means over {loads}: BAILIAN {reuse_b.min():.2f}-{reuse_b.max():.2f}, LMetric "
+                        f"{reuse_l.min():.2f}-{reuse_l.max():.2f}"),
+         "reason": f"{rule}; {why}{affinity}",
+         **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"))},
         {"claim_id": "C8_tps_no_global",
-         "reproduced": f"LMetric goodput {rel:+.0%} vs BAILIAN {where}",
-         "verdict": tps_verdict,
-         "reason": why + ("; with less reuse BAILIAN saturates first" if rel > 0 else "")},
+         "reproduced": (f"LMetric goodput {tps_iv.mean:+.1%} vs BAILIAN (95 % CI {tps_iv.low:+.1%}.."
+                        f"{tps_iv.high:+.1%}) {where}"),
+         "reason": f"{rule}; {why}" + ("; with less reuse BAILIAN saturates first" if tps_iv.mean > 0 else ""),
+         **claim_columns([tps_iv], paper_value("C8_tps_no_global"))},
     ]
 
 
@@ -187,47 +214,58 @@ def _store_point(capacity_gb: float, bandwidth_gbs: float, policy: str, rpm_per_
     return offered_point(rpm_per_instance, policy, global_store=store, **common)
 
 
-def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, 800.0, math.inf),
-                      bandwidths_gbs: Sequence[float] = (1.0, 3.0, 8.0, 23.75),
+def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.inf),
+                      bandwidths_gbs: Sequence[float] = (3.0, 23.75),
                       policies: Sequence[str] = ("least-load", "lmetric", "bailian", "smetric"), *,
-                      rpm_per_instance: float = 12.0, testbed: str = "30b", n_instances: int = 32,
-                      minutes: float = 20.0, seed: int = 0, warmup_frac: float = 0.25, replay: str = "open",
-                      jobs: int | None = None) -> pd.DataFrame:
-    """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load.
+                      rpm_per_instance: float = 48.0, testbed: str = "30b", n_instances: int = 16,
+                      minutes: float = 5.0, seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD,
+                      trace: str | None = None, warmup_frac: float = 0.25, replay: str = "closed",
+                      kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
+    """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load, per seed.
+
+    ``kv_connector`` defaults to ``ideal``, the per-instance store link of ``bandwidth_gbs``: the
+    ``lmcache-mooncake`` connector of the other figures ignores :attr:`GlobalStore.bandwidth_gbs` (its NIC
+    pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link.
 
     Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the
     provisioned bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. One row per
-    (capacity_gb, bandwidth_gbs, policy) with every summary metric.
+    (seed, capacity_gb, bandwidth_gbs, policy) with every summary metric.
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     caps = [float(c) for c in capacities_gb]
     if not caps or any(not c >= 0 for c in caps):
         raise ValueError(f"capacities_gb must be >= 0 (0 = no store, inf = unlimited), got {capacities_gb!r}")
     bws = _check_rates("bandwidths_gbs", bandwidths_gbs)
     _check_rates("rpm_per_instance", [rpm_per_instance])
-    if "least-load" not in policies:
-        raise ValueError("policies must include 'least-load' (the load-only reference)")
-    grid = [{"capacity_gb": cap, "bandwidth_gbs": bw, "policy": p}
+    if "least-load" not in policies or len(policies) < 2:
+        raise ValueError("policies must include 'least-load' (the load-only reference) and another router")
+    grid = [{"seed": int(s), "capacity_gb": cap, "bandwidth_gbs": bw, "policy": p} for s in seeds
             for cap in caps for bw in ([math.nan] if cap == 0 else bws) for p in policies]
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay}}
+              "minutes": minutes, "warmup_frac": warmup_frac,
+              "cluster_overrides": {"replay": replay, "kv_connector": kv_connector},
+              **_workload_args(workload, trace, rpm_per_instance)}
     frame = sweep(grid, _store_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
     frame.insert(0, "rpm_per_instance", float(rpm_per_instance))
     return frame
 
 
 def global_tier_gaps(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per store cell: the best policy, its goodput, load-only's and ``load_only_gap`` = load-only / best - 1."""
+    """Per store cell (seed means): the best policy, its goodput, load-only's and ``load_only_gap`` =
+    load-only / best - 1, and load-only's reuse ratio."""
     cells = frame.assign(bandwidth_gbs=frame["bandwidth_gbs"].fillna(-1.0))  # groupby drops NaN keys
+    keys = ["capacity_gb", "bandwidth_gbs", "policy"]
+    means = cells.groupby(keys, as_index=False)[["goodput_tps", "hit_ratio"]].mean()
     rows = []
-    for (cap, bw), cell in cells.groupby(["capacity_gb", "bandwidth_gbs"], sort=True):
-        best = cell.loc[cell["goodput_tps"].idxmax()]
-        load_only = float(cell.loc[cell["policy"] == "least-load", "goodput_tps"].iloc[0])
-        gap = load_only / best["goodput_tps"] - 1.0 if best["goodput_tps"] > 0 else 0.0
+    for (cap, bw), cell in means.groupby(["capacity_gb", "bandwidth_gbs"], sort=True):
+        others = cell[cell["policy"] != "least-load"]
+        best = others.loc[others["goodput_tps"].idxmax()]
+        load_only = cell[cell["policy"] == "least-load"].iloc[0]
+        gap = load_only["goodput_tps"] / best["goodput_tps"] - 1.0 if best["goodput_tps"] > 0 else 0.0
         rows.append({"capacity_gb": cap, "bandwidth_gbs": math.nan if bw < 0 else bw, "best_policy": best["policy"],
-                     "best_goodput_tps": float(best["goodput_tps"]), "load_only_goodput_tps": load_only,
-                     "load_only_gap": float(gap),
-                     "load_only_hit_ratio": float(cell.loc[cell["policy"] == "least-load", "hit_ratio"].iloc[0])})
+                     "best_goodput_tps": float(best["goodput_tps"]),
+                     "load_only_goodput_tps": float(load_only["goodput_tps"]), "load_only_gap": float(gap),
+                     "load_only_hit_ratio": float(load_only["hit_ratio"])})
     return pd.DataFrame(rows)
 
 
@@ -277,42 +315,52 @@ def plot_global_tier(frame: pd.DataFrame):
 
 
 def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C9 verdict row: load-only vs the best policy with an unlimited store at the highest bandwidth."""
+    """C9 row: load-only vs the best other policy with the largest store at the highest bandwidth, paired per seed.
+
+    The best other policy is chosen by its seed-mean goodput in that cell, then load-only's relative
+    goodput is taken seed by seed; the paper's "within 7 %" is a lower bound -0.07 on it
+    (:func:`~smetric.experiments.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %).
+    """
     gaps = global_tier_gaps(frame)
     stores = gaps[gaps["capacity_gb"] > 0]
-    top = stores[(stores["capacity_gb"] == stores["capacity_gb"].max())
-                 & (stores["bandwidth_gbs"] == stores["bandwidth_gbs"].max())].iloc[0]
-    gap = float(top["load_only_gap"])
+    top_cap, top_bw = stores["capacity_gb"].max(), stores["bandwidth_gbs"].max()
+    cell = frame[(frame["capacity_gb"] == top_cap) & (frame["bandwidth_gbs"] == top_bw)]
+    others = [p for p in cell["policy"].unique() if p != "least-load"]
+    paired = paired_gains(cell, "goodput_tps", ours="least-load", baselines=others)
+    iv = gain_interval(paired["gain"])
     within = stores[stores["load_only_gap"] >= -0.07]
     broken = stores[stores["load_only_gap"] < -0.07]
     none = gaps[gaps["capacity_gb"] == 0]
-    no_store_gap = float(none["load_only_gap"].iloc[0]) if len(none) else -math.inf
-    if gap >= -0.07:
-        verdict = "reproduced"
-    else:  # a store that narrows the gap, though not to 7 %, is the claim's direction
-        verdict = "direction only" if gap > no_store_gap else "not reproduced"
     rpm = frame["rpm_per_instance"].iloc[0]
     breaks = ", ".join(f"{_capacity_label(r.capacity_gb)} @ {r.bandwidth_gbs:g} GB/s ({r.load_only_gap:+.0%})"
                        for r in broken.itertuples()) or "nowhere in the grid"
-    none_text = f"; with no store {no_store_gap:+.0%}" if len(none) else ""
+    none_text = f"; with no store {float(none['load_only_gap'].iloc[0]):+.0%}" if len(none) else ""
     return [{
         "claim_id": "C9_load_only_provisioned",
-        "reproduced": (f"load-only {gap:+.1%} vs best ({top['best_policy']}) with an "
-                       f"{_capacity_label(top['capacity_gb'])} store at {top['bandwidth_gbs']:g} GB/s/instance, "
-                       f"{rpm:g} req/min/instance; within 7 % in {len(within)} of {len(stores)} store cells"),
-        "verdict": verdict,
-        "reason": (f"measured near the load-only knee ({rpm:g} req/min/instance; the modelled capacity is far "
-                   f"below the paper's 43-48). Load-only falls more than 7 % behind at: {breaks}{none_text}"),
+        "reproduced": (f"load-only {iv.mean:+.1%} vs the best other router ({paired['best_baseline'].iloc[0]}; 95 % CI "
+                       f"{iv.low:+.1%}..{iv.high:+.1%}, {iv.n} workload seeds) with an {_capacity_label(top_cap)} "
+                       f"store at {top_bw:g} GB/s/instance, {rpm:g} req/min/instance; seed means within 7 % in "
+                       f"{len(within)} of {len(stores)} store cells"),
+        "reason": (f"the paper's 'within 7 %' is a lower bound -7 % on load-only's relative goodput: reproduced when "
+                   f"the whole paired t-interval is above it, contradicted when wholly below, tie when it straddles; "
+                   f"measured near the knee ({rpm:g} req/min/instance). Load-only falls more than 7 % behind (seed "
+                   f"means) at: {breaks}{none_text}"),
+        **claim_columns([iv], paper_value("C9_load_only_provisioned")),
     }]
 
 
 # ---------------------------------------------------------------------------------------- fig04
-def _imbalance_point(policy: str, *, rpm_per_instance: float, testbed: str, n_instances: int, minutes: float,
-                     seed: int, warmup_frac: float, window_s: float, n_samples: int, replay: str) -> pd.DataFrame:
+def _imbalance_point(policy: str, seed: int, *, rpm_per_instance: float, testbed: str, n_instances: int,
+                     minutes: float, warmup_frac: float, window_s: float, n_samples: int, replay: str, workload: str,
+                     trace: str | None) -> pd.DataFrame:
     """Per (window, instance): mean requests in the instance (running + waiting) and HBM KV in use."""
-    workload = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance)
+    if trace is not None:
+        load = trace_workload(trace, n_instances, minutes, rpm_per_instance)
+    else:
+        load = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
+                              reference_rpm=rpm_per_instance)
     cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
-    result = simulate(workload, cluster, policy, load=1.0, seed=seed, progress=False, n_samples=n_samples)
+    result = simulate(load, cluster, policy, load=1.0, seed=seed, progress=False, n_samples=n_samples)
     arrivals = result.requests["arrival"]
     start = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min()))
     end = float(arrivals.max())  # after the last arrival the cluster only drains
@@ -327,40 +375,49 @@ def _imbalance_point(policy: str, *, rpm_per_instance: float, testbed: str, n_in
 
 
 def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinity", "smetric", "least-load"), *,
-                     rpm_per_instance: float = 12.0, testbed: str = "30b", n_instances: int = 32,
-                     minutes: float = 20.0, seed: int = 0, warmup_frac: float = 0.25, window_s: float = 60.0,
-                     n_samples: int = 1000, replay: str = "open", jobs: int | None = None) -> pd.DataFrame:
-    """Fig. 4: per-instance load over time, provisioned global store, measured after the warm-up.
+                     rpm_per_instance: float = 48.0, testbed: str = "30b", n_instances: int = 16,
+                     minutes: float = 5.0, seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD,
+                     trace: str | None = None, warmup_frac: float = 0.25, window_s: float = 60.0,
+                     n_samples: int = 1000, replay: str = "closed", jobs: int | None = None) -> pd.DataFrame:
+    """Fig. 4: per-instance load over time, provisioned global store, measured after the warm-up, per seed.
 
-    One row per (policy, minute, instance): ``requests`` = running + waiting requests and
+    One row per (seed, policy, minute, instance): ``requests`` = running + waiting requests and
     ``kv_used_frac`` = HBM KV held by admitted requests over capacity, each averaged over
     ``window_s``-second windows of the engine's ``n_samples`` samples (the first window starts at the
     warm-up cut, the last ends at the last arrival; ``minute`` = window start since the cut);
     ``work_imbalance`` = the run's max/mean of per-instance computed tokens (``summary()['imbalance']``,
-    whole run, one value per policy).
+    whole run, one value per policy and seed).
     """
-    _check_common(testbed, n_instances, minutes, warmup_frac, replay)
+    _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     _check_rates("rpm_per_instance", [rpm_per_instance])
     if not window_s > 0:
         raise ValueError(f"window_s must be > 0, got {window_s!r}")
     shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "seed": seed, "warmup_frac": warmup_frac, "window_s": float(window_s),
-              "n_samples": int(n_samples), "replay": replay}
-    frame = sweep({"policy": list(policies)}, _imbalance_point, shared=shared, jobs=jobs, progress=False,
-                  on_error="raise")
-    frame.insert(1, "rpm_per_instance", float(rpm_per_instance))
+              "minutes": minutes, "warmup_frac": warmup_frac, "window_s": float(window_s),
+              "n_samples": int(n_samples), "replay": replay, "workload": workload, "trace": trace}
+    grid = [{"seed": int(s), "policy": p} for s in seeds for p in policies]
+    frame = sweep(grid, _imbalance_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    frame.insert(2, "rpm_per_instance", float(rpm_per_instance))
     return frame
 
 
 def imbalance_over_time(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (policy, minute): max / mean over instances of ``requests`` and of ``kv_used_frac``.
+    """Per (seed, policy, minute): max / mean over instances of ``requests`` and of ``kv_used_frac``.
 
     Windows where every instance is idle (mean 0) are dropped for that signal.
     """
-    grouped = frame.groupby(["policy", "minute"], sort=False)
+    keys = [k for k in ("seed", "policy", "minute") if k in frame.columns]
+    grouped = frame.groupby(keys, sort=False)
     out = grouped[["requests", "kv_used_frac"]].max() / grouped[["requests", "kv_used_frac"]].mean()
     out = out.replace([np.inf, -np.inf], np.nan)
     return out.rename(columns={"requests": "requests_imbalance", "kv_used_frac": "kv_imbalance"}).reset_index()
+
+
+def imbalance_per_seed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (seed, policy): the mean over windows of both max/mean ratios and the whole-run ``work_imbalance``."""
+    ratios = imbalance_over_time(frame).groupby(["seed", "policy"])[["requests_imbalance", "kv_imbalance"]].mean()
+    work = frame.groupby(["seed", "policy"])["work_imbalance"].first()
+    return ratios.join(work).reset_index()
 
 
 def plot_sticky_imbalance(frame: pd.DataFrame):
@@ -372,16 +429,18 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
 
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
+    first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
     fig = plt.figure(figsize=(3.4 * len(policies), 8))
     grid = fig.add_gridspec(2, len(policies) * 2, height_ratios=[1.1, 1])
     vmax = float(frame["requests"].quantile(0.99))
     for k, policy in enumerate(policies):
         ax = fig.add_subplot(grid[0, 2 * k:2 * k + 2])
-        heat = frame[frame["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
+        heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
         sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
                     xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
                     cbar_kws={"label": "requests in the instance\n(running + waiting)"})
-        ax.set(title=_label(policy), xlabel="minute (after warm-up)", ylabel="instance" if k == 0 else "")
+        ax.set(title=f"{_label(policy)}\n(seed {int(first['seed'].iloc[0])})", xlabel="minute (after warm-up)",
+               ylabel="instance" if k == 0 else "")
     ratios = imbalance_over_time(frame)
     ratios["scheduler"] = ratios["policy"].map(_label)
     half = len(policies)
@@ -405,28 +464,35 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
 
 
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
-    """C10 verdict row: mean over windows of the requests max/mean under session-sticky."""
-    means = imbalance_over_time(frame).groupby("policy")[["requests_imbalance", "kv_imbalance"]].mean()
-    work = frame.groupby("policy")["work_imbalance"].first()
-    sticky = float(means.loc["session-sticky", "requests_imbalance"])
-    others = means.drop(index="session-sticky")["requests_imbalance"]
+    """C10 row (descriptive, band-based): session-sticky's requests max/mean, the mean over seeds of each
+    seed's mean over windows; reproduced when within 20 % of the paper's 2.17, direction only when above
+    SMETRIC's on every seed, else not reproduced. The seed spread is reported."""
+    per = imbalance_per_seed(frame)
+    table = per.pivot(index="seed", columns="policy")
+    sticky_s = table["requests_imbalance"]["session-sticky"]
+    sticky = float(sticky_s.mean())
+    others = table["requests_imbalance"].drop(columns="session-sticky")
     if abs(sticky / 2.17 - 1.0) <= _IMBALANCE_REL_TOL:
         verdict = "reproduced"
     else:
-        verdict = "direction only" if "smetric" in others and sticky > others["smetric"] else "not reproduced"
-    text = ", ".join(f"{_label(p)} {v:.2f}x" for p, v in others.items())
+        above = "smetric" in others and bool((sticky_s > others["smetric"]).all())
+        verdict = "direction only" if above else "not reproduced"
+    text = ", ".join(f"{_label(p)} {_seed_spread(v)}" for p, v in others.items())
+    work = table["work_imbalance"]
     return [{
         "claim_id": "C10_sticky_imbalance",
-        "reproduced": (f"session-sticky mean max/mean of requests (running + waiting) {sticky:.2f}x vs {text}; "
-                       f"of HBM KV in use {means.loc['session-sticky', 'kv_imbalance']:.2f}x; whole-run computed "
-                       f"tokens {work['session-sticky']:.2f}x (SMetric {work.get('smetric', math.nan):.2f}x)"),
+        "reproduced": (f"session-sticky mean max/mean of requests (running + waiting) {_seed_spread(sticky_s)} vs "
+                       f"{text}; of HBM KV in use {_seed_spread(table['kv_imbalance']['session-sticky'])}; whole-run "
+                       f"computed tokens {work['session-sticky'].mean():.2f}x (SMetric "
+                       f"{work['smetric'].mean() if 'smetric' in work else math.nan:.2f}x)"),
         "verdict": verdict,
-        "reason": (f"signal = running + waiting requests per instance, window means of the engine's samples, "
-                   f"max/mean over the {frame['instance'].nunique()} instances per window, averaged over the windows "
-                   f"after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
-                   "req/min/instance; the paper's load signal is not stated. Sticky pins heavy-tailed sessions "
-                   "(top 25 % carry > 80 % of tokens) to their first instance, whose queue then grows; a few "
-                   "requests per instance also inflate max/mean (load-only shows that floor)"),
+        "reason": (f"descriptive claim, band rule: within 20 % of 2.17x -> reproduced; above SMETRIC on every seed -> "
+                   f"direction only. Signal = running + waiting requests per instance, window means of the engine's "
+                   f"samples, max/mean over the {frame['instance'].nunique()} instances per window, averaged over the "
+                   f"windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} req/min/instance, then over "
+                   f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
+                   "sessions to their first instance, whose queue then grows; a few requests per instance also "
+                   "inflate max/mean (load-only shows that floor)"),
     }]
 
 
@@ -453,7 +519,7 @@ def _queue_sums(values: np.ndarray, sizes: np.ndarray, rng: np.random.Generator)
 
 def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] = (1, 2, 4, 8, 16), *,
                          testbed: str = "30b", seed: int = 0, n_pairs: int = 20_000, n_decisions: int = 2_000,
-                         n_scatter: int = 3_000) -> pd.DataFrame:
+                         n_scatter: int = 3_000, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
     """Fig. 5: how well request count, new tokens and SMETRIC's cost predict prefill time (no engine).
 
     Requests are complete synthetic agent sessions; each one's cached prefix is its infinite-cache
@@ -482,7 +548,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
     model, gpu, tp, n_instances = TESTBEDS[testbed]
     perf = PerfModel(model, gpu, tp)
     chunk = paper_cluster(testbed).max_batched_tokens
-    workload = synth_agent_workload(n_sessions, seed=seed)
+    if workload not in PRESETS:
+        raise ValueError(f"workload must be a synthetic preset ({', '.join(PRESETS)}), got {workload!r}")
+    workload = synth_agent_workload(n_sessions, seed=seed, preset=workload)
     prompt = workload.input_len.astype(np.float64)
     hit = prefix_reuse(workload)["hit_tokens"].to_numpy(dtype=np.float64)
     new = np.maximum(prompt - hit, 1.0)

@@ -4,10 +4,12 @@ A phase diagram over three axes the paper holds fixed: the global KV store's per
 bandwidth (capacity unlimited), the session length (the synthetic generator's median turns per
 session) and the offered load (requests per minute per instance, set by the session arrival rate).
 :func:`phase_diagram` simulates SMETRIC and the baselines in every
-cell and sets each run against the ideal bound of its workload
+cell and workload seed and sets each run against the ideal bound of its workload
 (:func:`smetric.policies.bounds.ideal_bound`: perfect balance *and* every reusable token hit, capped
 by the offered token rate); :func:`phase_cells` gives SMETRIC's gain over the best baseline per
-cell and :func:`phase_regimes` summarises where each regime lies.
+cell, paired per seed with its t-interval, and :func:`phase_regimes` summarises where each regime lies.
+The session-length axis is a knob of the synthetic generator, so the workload is a synthetic preset
+(a real trace has its own, fixed session lengths).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import pandas as pd
 
 from ..cluster.config import GlobalStore
 from ..policies.bounds import ideal_bound
-from ..workload.synthetic import AGENT, expected_turns, with_overrides
+from ..workload.synthetic import PRESETS, expected_turns, with_overrides
 from .ablation import RPM_LABEL, run_cases
-from .setups import agent_workload, paper_cluster
+from .setups import DEFAULT_WORKLOAD, agent_workload, paper_cluster
+from .verdicts import gain_intervals, paired_gains
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "phase_diagram", "phase_cells", "phase_regimes",
            "phase_findings", "plot_phase"]
@@ -30,7 +33,8 @@ __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "phase_diagram", "phase_ce
 #: SMETRIC and the three strongest baselines at the 30B knee (see ``ablation.SENSITIVITY_BASELINES``).
 PHASE_POLICIES = ("smetric", "lmetric", "dynamo", "least-load")
 
-#: Gains within +-TIE_BAND count as a tie (the seed-to-seed spread of peak goodput is a few percent).
+#: With one seed (no interval), gains within +-TIE_BAND count as a tie; with several seeds a cell is a tie
+#: when the paired t-interval of SMETRIC's gain contains 0.
 TIE_BAND = 0.03
 
 #: A cell where no policy meets the SLO for this share of its requests is overloaded (past saturation:
@@ -40,17 +44,20 @@ SLO_FLOOR = 0.5
 _REGIMES = ("smetric wins", "tie", "smetric loses", "overloaded")
 
 
-def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_medians: Sequence[float] = (1, 2, 4, 8),
-                  rpm_per_instance: Sequence[float] = (4.0, 6.0, 8.0, 10.0),
+def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians: Sequence[float] = (1, 4, 16),
+                  rpm_per_instance: Sequence[float] = (40.0, 52.0),
                   policies: Sequence[str] = PHASE_POLICIES,
-                  testbed: str = "30b", n_instances: int = 16, minutes: float = 8.0, warmup_minutes: float = 120.0,
-                  seed: int = 0, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
-    """Every policy in every (bandwidth GB/s, median turns, offered load) cell; one row per run.
+                  testbed: str = "30b", n_instances: int = 16, minutes: float = 5.0, warmup_minutes: float = 360.0,
+                  seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD, warmup_frac: float = 0.25,
+                  kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
+    """Every policy in every (bandwidth GB/s, median turns, offered load) cell and seed; one row per run.
 
-    The global store has unlimited capacity and ``bandwidth`` GB/s per instance; sessions have a
-    log-normal number of turns with the given median (the agent calibration's sigma), arriving so that
-    the cluster is offered ``rpm_per_instance`` requests per minute per instance. Columns:
-    ``bandwidth_gbs, turns_median, mean_turns, rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
+    The global store has unlimited capacity and ``bandwidth`` GB/s per instance, reached through
+    ``kv_connector`` (default ``ideal``, a per-instance link of that bandwidth: the ``lmcache-mooncake``
+    connector ignores the store's per-instance bandwidth, so the axis needs the ideal link); sessions have a
+    log-normal number of turns with the given median (``workload``'s sigma; ``workload`` is a synthetic
+    preset), arriving so that the cluster is offered ``rpm_per_instance`` requests per minute per instance.
+    Columns: ``seed, bandwidth_gbs, turns_median, mean_turns, rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
     (the generated workload's own rate in the window), ``policy``, the summary metrics, then
     ``ideal_tps`` (the bound), ``offered_tps`` (the workload's token rate), ``ideal_goodput_tps`` (their
     minimum) and ``frac_ideal`` = goodput / ideal goodput.
@@ -59,59 +66,83 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0, 96.0), turns_me
         raise ValueError(f"policies must include smetric and at least one baseline, got {list(policies)}")
     if not bandwidths or not turns_medians or not rpm_per_instance:
         raise ValueError("phase_diagram needs at least one bandwidth, one turns median and one offered load")
+    if workload not in PRESETS:
+        raise ValueError(f"the phase diagram varies the generator's session length: workload must be a synthetic "
+                         f"preset ({', '.join(PRESETS)}), got {workload!r}")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds!r}")
     setups, bounds, rates, points = {}, {}, {}, []
     coef = paper_cluster(testbed, n_instances=n_instances).hardware_spec().coef_array
-    for turns in turns_medians:
-        overrides = {"warmup_minutes": float(warmup_minutes), "turns_median": float(turns)}
-        for rpm in rpm_per_instance:
-            key = (float(turns), float(rpm))
-            w = agent_workload(n_instances, minutes, seed, rpm_per_instance=float(rpm), **overrides)
-            bounds[key] = ideal_bound(w, coef, n_instances)
-            rates[key] = len(w) / (w.duration / 60.0) / n_instances
-            for bw in bandwidths:
-                setup = f"{bw:g} GB/s, turns {turns:g}"
-                setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-                                 "global_store": GlobalStore(capacity_gb=math.inf, bandwidth_gbs=float(bw)),
-                                 "workload_overrides": overrides}
-                for policy in policies:
-                    points.append({"bandwidth_gbs": float(bw), "turns_median": float(turns),
-                                   "rpm_per_instance": float(rpm), "seed": seed, "case": policy, "setup": setup})
+    top = float(max(rpm_per_instance))
+    for seed in seeds:
+        for turns in turns_medians:
+            overrides = {"warmup_minutes": float(warmup_minutes), "turns_median": float(turns), "preset": workload,
+                         "reference_rpm": top}
+            for rpm in rpm_per_instance:
+                key = (int(seed), float(turns), float(rpm))
+                w = agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides)
+                bounds[key] = ideal_bound(w, coef, n_instances)
+                rates[key] = len(w) / (w.duration / 60.0) / n_instances
+                for bw in bandwidths:
+                    setup = f"{bw:g} GB/s, turns {turns:g}"
+                    setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+                                     "global_store": GlobalStore(capacity_gb=math.inf, bandwidth_gbs=float(bw)),
+                                     "workload_overrides": overrides,
+                                     "cluster_overrides": {"kv_connector": kv_connector}}
+                    for policy in policies:
+                        points.append({"seed": int(seed), "bandwidth_gbs": float(bw), "turns_median": float(turns),
+                                       "rpm_per_instance": float(rpm), "case": policy, "setup": setup})
     cases = {p: (p, {}) for p in policies}
     frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
-    key = pd.Series(list(zip(frame["turns_median"], frame["rpm_per_instance"])), index=frame.index)
-    mean_turns = {m: expected_turns(with_overrides(AGENT, turns_median=m)) for m in frame["turns_median"].unique()}
-    frame.insert(2, "mean_turns", frame["turns_median"].map(mean_turns))
+    key = pd.Series(list(zip(frame["seed"], frame["turns_median"], frame["rpm_per_instance"])), index=frame.index)
+    config = PRESETS[workload].config
+    mean_turns = {m: expected_turns(with_overrides(config, turns_median=m)) for m in frame["turns_median"].unique()}
+    frame.insert(3, "mean_turns", frame["turns_median"].map(mean_turns))
     frame.insert(frame.columns.get_loc("rpm_per_instance") + 1, "offered_rpm_per_instance", key.map(rates.get))
     frame["ideal_tps"] = key.map(lambda k: bounds[k].tps)
     frame["offered_tps"] = key.map(lambda k: bounds[k].offered_tps)
     frame["ideal_goodput_tps"] = np.minimum(frame["ideal_tps"], frame["offered_tps"])
     frame["frac_ideal"] = frame["goodput_tps"] / frame["ideal_goodput_tps"]
-    return frame.drop(columns=["case", "setup", "seed"])
+    return frame.drop(columns=["case", "setup"])
 
 
 def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: float = SLO_FLOOR) -> pd.DataFrame:
-    """One row per cell of a :func:`phase_diagram` frame: SMETRIC vs the best baseline (highest goodput).
+    """One row per cell of a :func:`phase_diagram` frame (seed means): SMETRIC vs the best baseline.
 
-    ``gain`` = SMETRIC / best baseline - 1 (NaN in overloaded cells); ``regime`` is ``smetric wins``
-    (gain > ``tie_band``), ``tie``, ``smetric loses`` (gain < -``tie_band``) or ``overloaded`` (no
-    policy meets the SLO for ``slo_floor`` of its requests); ``best_slo_attainment`` is the highest
-    SLO attainment of any policy in the cell.
+    The best baseline has the highest seed-mean goodput in the cell; ``gain`` is the mean of SMETRIC's
+    per-seed ``goodput / baseline - 1`` with its paired t-interval ``ci_low..ci_high`` (NaN in overloaded
+    cells and, for the interval, with one seed). ``regime``: ``overloaded`` (no policy meets the SLO for
+    ``slo_floor`` of its requests, seed mean), else with >= 2 seeds ``smetric wins`` / ``smetric loses``
+    when the interval excludes 0 above / below and ``tie`` when it contains 0; with one seed the gain
+    against +-``tie_band``.
     """
     cell = ["bandwidth_gbs", "turns_median", "mean_turns", "rpm_per_instance"]
-    ours = frame[frame["policy"] == "smetric"].set_index(cell)
-    others = frame[frame["policy"] != "smetric"]
+    cols = ["goodput_tps", "ideal_goodput_tps", "frac_ideal", "hit_ratio_hbm", "slo_attainment"]
+    means = frame.groupby([*cell, "policy"], sort=False)[cols].mean().reset_index()
+    ours = means[means["policy"] == "smetric"].set_index(cell)
+    others = means[means["policy"] != "smetric"]
     best = others.loc[others.groupby(cell, sort=False)["goodput_tps"].idxmax()].set_index(cell)
     out = pd.DataFrame({
         "smetric_goodput": ours["goodput_tps"], "best_baseline": best["policy"],
         "best_goodput": best["goodput_tps"], "ideal_goodput": ours["ideal_goodput_tps"],
         "smetric_frac_ideal": ours["frac_ideal"], "best_frac_ideal": best["frac_ideal"],
         "smetric_hit_hbm": ours["hit_ratio_hbm"], "best_hit_hbm": best["hit_ratio_hbm"],
-        "best_slo_attainment": frame.groupby(cell, sort=False)["slo_attainment"].max(),
+        "best_slo_attainment": means.groupby(cell, sort=False)["slo_attainment"].max(),
     }).reset_index()
     overloaded = out["best_slo_attainment"] < slo_floor
-    out["gain"] = np.where(overloaded, np.nan, out["smetric_goodput"] / out["best_goodput"] - 1.0)
-    out["regime"] = np.select([overloaded, out["gain"] > tie_band, out["gain"] < -tie_band],
-                              ["overloaded", "smetric wins", "smetric loses"], "tie")
+    live = out.loc[~overloaded, cell]
+    out["gain"] = out["ci_low"] = out["ci_high"] = np.nan
+    out["n_seeds"] = frame["seed"].nunique()
+    if len(live):
+        runs = frame.merge(live, on=cell)
+        ivs = gain_intervals(paired_gains(runs, by=cell), by=cell)
+        out = out.drop(columns=["gain", "ci_low", "ci_high"]).merge(
+            ivs.rename(columns={"gain_mean": "gain"})[[*cell, "gain", "ci_low", "ci_high"]],
+            on=cell, how="left")
+    one = out["n_seeds"] < 2
+    wins = np.where(one, out["gain"] > tie_band, out["ci_low"] > 0)
+    loses = np.where(one, out["gain"] < -tie_band, out["ci_high"] < 0)
+    out["regime"] = np.select([overloaded, wins, loses], ["overloaded", "smetric wins", "smetric loses"], "tie")
     return out
 
 

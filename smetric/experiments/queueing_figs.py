@@ -29,7 +29,7 @@ import pandas as pd
 from ..cluster.queueing import DISCIPLINES, QueueDiscipline, decode_estimates
 from ..hardware.kernel import prefill_time_nb
 from ..workload.core import Workload
-from .setups import agent_workload, paper_cluster
+from .setups import DEFAULT_WORKLOAD, REFERENCE_RPM, WORKLOADS, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
 
 __all__ = ["METRICS", "gpu_time", "short_long_stream", "discipline_comparison", "weight_sweep", "plot_queue_discipline",
@@ -57,15 +57,20 @@ def gpu_time(requests: pd.DataFrame, coef: np.ndarray) -> np.ndarray:
 
 
 def _queue_point(rpm: float, router: str, queue: str, seed: int, *, testbed: str, n_instances: int | None,
-                 minutes: float, warmup_frac: float, alpha: float = 1.0, gamma: float = 1.0) -> dict:
+                 minutes: float, warmup_frac: float, workload: str = DEFAULT_WORKLOAD, trace: str | None = None,
+                 reference_rpm: float = REFERENCE_RPM, alpha: float = 1.0, gamma: float = 1.0) -> dict:
     """One closed-replay simulation -> the figure's metrics (a sweep point)."""
     from ..cluster.simulate import simulate
 
     discipline = QueueDiscipline(queue, alpha=float(alpha), gamma=float(gamma))
     cluster = paper_cluster(testbed, n_instances=n_instances, replay="closed", queue=discipline)
-    workload = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm))
-    result = simulate(workload, cluster, router, load=1.0, seed=seed, progress=False)
-    t0, t1 = float(workload.arrival.min()), float(workload.arrival.max())
+    if trace is not None:
+        served = trace_workload(trace, cluster.n_instances, minutes, float(rpm))
+    else:
+        served = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm), preset=workload,
+                                reference_rpm=float(reference_rpm))
+    result = simulate(served, cluster, router, load=1.0, seed=seed, progress=False)
+    t0, t1 = float(served.arrival.min()), float(served.arrival.max())
     since = t0 + warmup_frac * (t1 - t0)
     summary = result.summary(since=since)
     rq = result.requests[result.requests["arrival"] >= since]
@@ -79,7 +84,7 @@ def _queue_point(rpm: float, router: str, queue: str, seed: int, *, testbed: str
     return out
 
 
-def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 16.0, long_every: float = 4.0,
+def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24.0, long_every: float = 4.0,
                       short: tuple[int, int] = (600, 30), long: tuple[int, int] = (12_000, 300),
                       block_size: int = 256) -> Workload:
     """Single-turn requests: Poisson short turns (``short_rate``/s) and a long one every ``long_every`` s.
@@ -134,21 +139,29 @@ def _check(disciplines: Sequence[str], loads: Sequence[float], warmup_frac: floa
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
 
 
-def discipline_comparison(loads: Sequence[float] = (12.0, 24.0, 36.0),
+def discipline_comparison(loads: Sequence[float] = (36.0, 48.0, 56.0),
                           routers: Sequence[str] = ("smetric", "least-load"),
                           disciplines: Sequence[str] = DISCIPLINES, seeds: Sequence[int] = (0, 1), *,
                           testbed: str = "30b", n_instances: int | None = None, minutes: float = 10.0,
-                          warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
-    """Tidy frame: one row per (rpm, router, queue, seed) with :data:`METRICS` and the starvation columns."""
+                          warmup_frac: float = 0.25, workload: str = DEFAULT_WORKLOAD, trace: str | None = None,
+                          jobs: int | None = None) -> pd.DataFrame:
+    """Tidy frame: one row per (rpm, router, queue, seed) with :data:`METRICS` and the starvation columns.
+
+    ``workload`` (a preset or real trace; every load thinned from one generation at the top load) or
+    ``trace`` (a timestamped file replayed at each load) is served.
+    """
     _check(disciplines, loads, warmup_frac)
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
     grid = {"rpm": [float(x) for x in loads], "router": list(routers), "queue": list(disciplines),
             "seed": list(seeds)}
-    shared = dict(testbed=testbed, n_instances=n_instances, minutes=minutes, warmup_frac=warmup_frac)
+    shared = dict(testbed=testbed, n_instances=n_instances, minutes=minutes, warmup_frac=warmup_frac,
+                  workload=workload, trace=trace, reference_rpm=float(max(loads)))
     return sweep(grid, _queue_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
 
 
 def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequence[float] = (0.0, 1.0, 10.0),
-                 seeds: Sequence[int] = (0, 1), *, short_rate: float = 16.0, duration: float = 120.0,
+                 seeds: Sequence[int] = (0, 1), *, short_rate: float = 24.0, duration: float = 120.0,
                  long_every: float = 4.0, jobs: int | None = None) -> pd.DataFrame:
     """Tidy frame: long- and short-turn queue waits of ``smetric-score`` for every (alpha, gamma, seed)."""
     if min(alphas) < 0 or min(gammas) < 0:

@@ -13,22 +13,21 @@ from ._common import TestbedRun
 
 @dataclass(frozen=True)
 class Params(TestbedRun):
-    rpm_per_instance: tuple[float, ...] = param((2, 3, 4, 6, 8, 10, 13, 16),
-                                               "offered loads (requests / min / instance)")
+    rpm_per_instance: tuple[float, ...] = param((24, 36, 44, 52, 60),
+                                               "offered loads (requests / min / instance) bracketing the knee")
     policies: tuple[str, ...] = param(("bailian", "lmetric", "least-load", "cache-affinity"), "routers compared")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(rpm_per_instance=(4, 10), n_instances=4, minutes=5.0)
+        return cls(rpm_per_instance=(36, 52), n_instances=4, minutes=2.0, seeds=(0, 1))
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mo.no_global_tier(p.rpm_per_instance, p.policies, testbed=p.testbed, n_instances=p.n_instances,
-                             minutes=p.minutes, seed=p.seed, warmup_frac=p.warmup_frac, replay=p.replay, jobs=jobs)
+    return mo.no_global_tier(p.rpm_per_instance, p.policies, **p.run_kwargs(), jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return df.pivot(index="rpm_per_instance", columns="policy", values=["hit_ratio", "goodput_tps"]).round(2)
+    return df.pivot_table(index="rpm_per_instance", columns="policy", values=["hit_ratio", "goodput_tps"]).round(2)
 
 
 plot = mo.plot_no_global_tier

@@ -14,23 +14,23 @@ from ._common import TestbedRun
 @dataclass(frozen=True)
 class Params(TestbedRun):
     policies: tuple[str, ...] = param(("session-sticky", "cache-affinity", "smetric", "least-load"), "routers compared")
-    rpm_per_instance: float = param(12.0, "offered load (the load of figure 3, near least-load's knee)")
+    rpm_per_instance: float = param(48.0, "offered load (the load of figure 3, near the knee)")
     window_s: float = param(60.0, "averaging window of the per-instance samples (s)")
     n_samples: int = param(1000, "engine samples per instance over the run")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(n_instances=4, minutes=5.0)
+        return cls(n_instances=4, minutes=2.0, seeds=(0, 1))
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mo.sticky_imbalance(p.policies, rpm_per_instance=p.rpm_per_instance, testbed=p.testbed,
-                               n_instances=p.n_instances, minutes=p.minutes, seed=p.seed, warmup_frac=p.warmup_frac,
-                               window_s=p.window_s, n_samples=p.n_samples, replay=p.replay, jobs=jobs)
+    return mo.sticky_imbalance(p.policies, rpm_per_instance=p.rpm_per_instance, **p.run_kwargs(), window_s=p.window_s,
+                               n_samples=p.n_samples, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return mo.imbalance_over_time(df).groupby("policy")[["requests_imbalance", "kv_imbalance"]].mean().round(2)
+    return mo.imbalance_per_seed(df).groupby("policy")[["requests_imbalance", "kv_imbalance", "work_imbalance"]].agg(
+        ["mean", "min", "max"]).round(2)
 
 
 plot = mo.plot_sticky_imbalance

@@ -14,6 +14,7 @@ from ..figure import FigureParams, param
 class Params(FigureParams):
     testbed: str = param("30b", "paper testbed whose model and GPU time the prefills")
     n_sessions: int = param(3000, "complete synthetic agent sessions")
+    workload: str = param("bailian-coder", "synthetic workload preset of the sessions")
     queue_lengths: tuple[float, ...] = param((1, 2, 4, 8, 16), "mean requests per queue")
     n_pairs: int = param(20_000, "queue pairs per length")
     n_decisions: int = param(2_000, "least-loaded-of-N decisions per length")
@@ -28,7 +29,7 @@ class Params(FigureParams):
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     """Metric accuracy panels (no engine, no sweep: ``jobs`` is unused)."""
     return mo.load_metric_accuracy(p.n_sessions, p.queue_lengths, testbed=p.testbed, seed=p.seed, n_pairs=p.n_pairs,
-                                   n_decisions=p.n_decisions, n_scatter=p.n_scatter)
+                                   n_decisions=p.n_decisions, n_scatter=p.n_scatter, workload=p.workload)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

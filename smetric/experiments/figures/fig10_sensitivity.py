@@ -8,32 +8,37 @@ import pandas as pd
 
 from .. import ablation as ab
 from ..figure import FigureParams, param
+from ._common import SEEDS
 
 
 @dataclass(frozen=True)
 class Params(FigureParams):
     testbed: str = param("30b", "paper testbed")
-    hit_ratios: tuple[float, ...] = param((0.1, 0.3, 0.5, 0.7, 0.9), "SMETRIC hit-ratio thresholds")
-    slacks: tuple[float, ...] = param((0.5, 0.75, 1.0, 1.5, 2.0), "SMETRIC SLACK values")
+    hit_ratios: tuple[float, ...] = param((0.1, 0.5, 0.9), "SMETRIC hit-ratio thresholds")
+    slacks: tuple[float, ...] = param((0.5, 1.0, 2.0), "SMETRIC SLACK values")
     slo_scales: tuple[float, ...] = param((0.5, 1.0, 2.0), "factors on every SLO limit (TTFT base, TTFT per 1k, TPOT)")
     baselines: tuple[str, ...] = param(("lmetric", "dynamo", "least-load"),
                                        "baselines (the best three at fig06's peaks)")
-    rpm_per_instance: tuple[float, ...] = param((10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0), "offered loads")
-    minutes: float = param(10.0, "measured window")
+    rpm_per_instance: tuple[float, ...] = param((48.0, 52.0, 56.0), "offered loads around the knee")
+    minutes: float = param(5.0, "measured window")
     n_instances: int = param(32, "instances")
-    seed: int = param(0, "workload and policy seed")
+    seeds: tuple[int, ...] = param(SEEDS, "workload seeds (the seed count of fig06; gains paired per seed)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
+    workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(hit_ratios=(0.1, 0.9), slacks=(2.0,), slo_scales=(0.5, 1.0), baselines=("least-load",),
-                   rpm_per_instance=(9.0, 18.0), minutes=2.0, n_instances=4)
+                   rpm_per_instance=(24.0, 36.0), minutes=2.0, n_instances=4, seeds=(0, 1))
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     return ab.sensitivity(testbed=p.testbed, hit_ratios=p.hit_ratios, slacks=p.slacks, slo_scales=p.slo_scales,
-                          baselines=p.baselines, rpm_per_instance=p.rpm_per_instance, seed=p.seed, minutes=p.minutes,
-                          n_instances=p.n_instances, warmup_frac=p.warmup_frac, jobs=jobs)
+                          baselines=p.baselines, rpm_per_instance=p.rpm_per_instance, seeds=p.seeds, minutes=p.minutes,
+                          n_instances=p.n_instances, warmup_frac=p.warmup_frac, workload=p.workload, trace=p.trace,
+                          jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -8,32 +8,36 @@ import pandas as pd
 
 from .. import phase as ph
 from ..figure import FigureParams, param
+from ._common import SEEDS
 
 
 @dataclass(frozen=True)
 class Params(FigureParams):
-    bandwidths: tuple[float, ...] = param((1.5, 6.0, 24.0, 96.0), "global-store GB/s per instance (capacity unlimited)")
-    turns_medians: tuple[float, ...] = param((1, 2, 4, 8), "median turns per session")
-    rpm_per_instance: tuple[float, ...] = param((4.0, 6.0, 8.0, 10.0), "offered loads (requests / min / instance)")
+    bandwidths: tuple[float, ...] = param((1.5, 6.0, 24.0), "global-store GB/s per instance (capacity unlimited)")
+    turns_medians: tuple[float, ...] = param((1, 4, 16), "median turns per session")
+    rpm_per_instance: tuple[float, ...] = param((40.0, 52.0), "offered loads (requests / min / instance)")
     policies: tuple[str, ...] = param(("smetric", "lmetric", "dynamo", "least-load"), "routers compared")
     testbed: str = param("30b", "paper testbed")
     n_instances: int = param(16, "instances")
-    minutes: float = param(8.0, "measured window")
-    warmup_minutes: float = param(120.0, "sessions start this long before the window")
-    seed: int = param(0, "workload and policy seed")
+    minutes: float = param(5.0, "measured window")
+    warmup_minutes: float = param(360.0, "sessions start this long before the window")
+    seeds: tuple[int, ...] = param(SEEDS, "workload seeds (the seed count of fig06; gains paired per seed)")
+    workload: str = param("bailian-coder", "synthetic workload preset (the turns axis is a generator knob)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
+    kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(9.0,),
-                   policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=20.0)
+        return cls(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(40.0,),
+                   policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=60.0, seeds=(0, 1))
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     return ph.phase_diagram(bandwidths=p.bandwidths, turns_medians=p.turns_medians,
                             rpm_per_instance=p.rpm_per_instance, policies=p.policies, testbed=p.testbed,
                             n_instances=p.n_instances, minutes=p.minutes, warmup_minutes=p.warmup_minutes,
-                            seed=p.seed, warmup_frac=p.warmup_frac, jobs=jobs)
+                            seeds=p.seeds, workload=p.workload, warmup_frac=p.warmup_frac,
+                            kv_connector=p.kv_connector, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -19,28 +19,32 @@ from ..figure import FigureParams, param
 class Params(FigureParams):
     testbed: str = param("30b", "paper testbed (provisioned global store)")
     n_instances: int = param(32, "instances")
-    minutes: float = param(10, "measured window of the agent workload (sessions start up to 30 min earlier)")
-    loads: tuple[float, ...] = param((12.0, 24.0, 36.0), "offered loads (requests / min / instance)")
+    minutes: float = param(5, "measured window of the agent workload (sessions start 6 h earlier)")
+    loads: tuple[float, ...] = param((36.0, 48.0, 56.0),
+                                     "offered loads (requests / min / instance): below, at, past the knee")
     routers: tuple[str, ...] = param(("smetric", "least-load"), "routers")
     disciplines: tuple[str, ...] = param(("fcfs", "smetric-score", "mlfq"), "queue disciplines")
     seeds: tuple[int, ...] = param((0, 1, 2), "workload seeds")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
+    workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
     alphas: tuple[float, ...] = param((0.0, 1.0, 10.0, 100.0), "weight sweep: alpha (1 / estimated GPU time)")
     gammas: tuple[float, ...] = param((0.0, 1.0, 10.0), "weight sweep: gamma (waiting time)")
-    short_rate: float = param(16.0, "weight sweep: short turns per second (capacity is ~13/s)")
+    short_rate: float = param(24.0, "weight sweep: short turns per second (capacity is ~18/s)")
     duration: float = param(120.0, "weight sweep: seconds of stream")
     long_every: float = param(4.0, "weight sweep: a long turn every this many seconds")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(n_instances=4, minutes=4, loads=(12.0, 36.0), seeds=(0,), alphas=(0.0, 1.0, 100.0),
+        return cls(n_instances=4, minutes=2, loads=(36.0, 56.0), seeds=(0,), alphas=(0.0, 1.0, 100.0),
                    gammas=(0.0, 10.0), duration=60.0)
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     routed = qf.discipline_comparison(p.loads, p.routers, p.disciplines, p.seeds, testbed=p.testbed,
                                       n_instances=p.n_instances, minutes=p.minutes, warmup_frac=p.warmup_frac,
-                                      jobs=jobs)
+                                      workload=p.workload, trace=p.trace, jobs=jobs)
     weights = qf.weight_sweep(p.alphas, p.gammas, p.seeds, short_rate=p.short_rate, duration=p.duration,
                               long_every=p.long_every, jobs=jobs)
     return pd.concat([routed.assign(part="disciplines"), weights.assign(part="weights")], ignore_index=True)
