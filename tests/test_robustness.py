@@ -263,7 +263,8 @@ def test_peak_compute_runs_the_engine():
 
 
 def test_peak_compute_applies_every_axis():
-    fn = partial(peak_compute, rpm_grid=lambda v: (6.0,), policies=("least-load",), n_instances=4, minutes=2.0)
+    # near the knee (at low load the store and the replay do not bind, and nothing would change)
+    fn = partial(peak_compute, rpm_grid=lambda v: (40.0,), policies=("least-load",), n_instances=8, minutes=3.0)
     base = fn(Variant(), (0,))["goodput_tps"].iloc[0]
     moved = {axis: fn(Variant(name=axis, **{axis: value}), (0,))["goodput_tps"].iloc[0]
              for axis, value in [("workload", "toolagent"), ("kv_connector", "ideal"), ("attention", "a100-borrowed"),
