@@ -30,7 +30,8 @@ def _frame(gain_of_seed, anchor=40.0, multipliers=(6, 8, 9, 10, 12)):
         for m in multipliers:
             rpm = anchor * m / mr.ANCHOR_MULTIPLIER
             base = 100.0 - (m - 8) ** 2
-            for policy, v in (("least-load", base), ("lmetric", base - 1), ("smetric", base * (1 + gain_of_seed(seed, m)))):
+            ours = base * (1 + gain_of_seed(seed, m))
+            for policy, v in (("least-load", base), ("lmetric", base - 1), ("smetric", ours)):
                 for kind, metric in (("colocated", "goodput_tps"), ("pd", "prefill_tps")):
                     rows.append({"kind": kind, "variant": "default", "seed": seed, "policy": policy,
                                  "rpm_per_instance": rpm, metric: v})
@@ -48,7 +49,8 @@ def test_judge_gives_the_rules_verdict_on_a_hand_made_frame():
     c13 = table[table["claim_id"] == "C13_peak_30b"].iloc[0]
     expected = gain_interval(pd.Series([gain(s, 8) for s in range(8)]))
     assert c13["gain_mean"] == pytest.approx(expected.mean) and c13["n_seeds"] == 8
-    assert c13["verdict"] == claim_columns([expected], parse_paper_value("+0.09", "relative peak goodput TPS (30B)"))["verdict"] == "reproduced"
+    paper = parse_paper_value("+0.09", "relative peak goodput TPS (30B)")
+    assert c13["verdict"] == claim_columns([expected], paper)["verdict"] == "reproduced"
     assert c13["best_baseline"] == "least-load" and c13["peaks_at_edge"] == 0
     c12 = table[table["claim_id"] == "C12_gain_vs_load"].set_index("point")
     assert list(c12.index) == list(mr.PAPER_POINTS)

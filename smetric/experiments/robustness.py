@@ -309,7 +309,8 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
                  cluster_overrides: Mapping | None = None, reference_rpm: float | None = None) -> pd.DataFrame:
     """Per-seed ``metric`` of ``policies`` over a grid of offered loads (requests/min/instance) on ``testbed`` with
     every axis of the variant applied: the workload preset (thinned from one workload at the grid's top,
-    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top), the KV connector, the GPU, the Hopper attention calibration
+    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top), the KV connector, the GPU,
+    the Hopper attention calibration
     (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
     ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`) and the replay. ``cluster_overrides`` are further
     ClusterConfig fields (e.g. a PD split). Columns ``seed, policy, rpm_per_instance, <metric>``.
@@ -327,12 +328,14 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     elif variant.name in rpm_grid or variant.gpu in rpm_grid:
         grid = [float(x) for x in rpm_grid[variant.name if variant.name in rpm_grid else variant.gpu]]
     else:
-        raise ValueError(f"no offered-load grid for variant {variant.name!r} or gpu {variant.gpu!r}; have {sorted(rpm_grid)}")
+        raise ValueError(f"no offered-load grid for variant {variant.name!r} or gpu {variant.gpu!r}; "
+                         f"have {sorted(rpm_grid)}")
     if not grid or min(grid) <= 0:
         raise ValueError(f"{variant.name}: the load grid must be positive loads, got {grid}")
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
-    store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=TESTBEDS[testbed][2])
+    tp = TESTBEDS[testbed][2]
+    store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=tp)
     cluster = {**(cluster_overrides or {}), "gpu": variant.gpu, "kv_connector": variant.kv_connector,
                "attention_calibration": variant.attention, "replay": variant.replay}
     workload = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}
@@ -348,7 +351,8 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
 
 
 def knee_anchor(variant: Variant, *, start: float, policy: str = "least-load", ratio: float = 1.25, steps: int = 3,
-                max_extend: int = 4, seed: int = 0, metric: str = "goodput_tps", **compute_kw) -> tuple[float, pd.DataFrame]:
+                max_extend: int = 4, seed: int = 0, metric: str = "goodput_tps",
+                **compute_kw) -> tuple[float, pd.DataFrame]:
     """The offered load at which one baseline's ``metric`` peaks on ``variant`` (a cheap probe that fixes a grid).
 
     Rule: ``policy`` alone (SMETRIC is not run, so its results cannot move the grid), one ``seed``, on the

@@ -81,7 +81,8 @@ BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "
 def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
                   global_store: GlobalStore | None | str = PROVISIONED, **overrides) -> ClusterConfig:
     """The cluster of a paper testbed with :data:`TESTBED_DEFAULTS`, updated by ``overrides`` (ClusterConfig
-    fields, including ``model``, ``gpu`` or ``tp``: e.g. the testbed on another GPU); ``global_store`` is a :class:`GlobalStore`, ``None`` (no store) or :data:`PROVISIONED`
+    fields, including ``model``, ``gpu`` or ``tp``: e.g. the testbed on another GPU); ``global_store`` is a
+    :class:`GlobalStore`, ``None`` (no store) or :data:`PROVISIONED`
     (``GlobalStore.provisioned`` for the testbed's TP, the default)."""
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
