@@ -125,3 +125,31 @@ def test_hardware_spec_from_the_perf_model():
     assert hw.kv_capacity_tokens > 500_000 and hw.l_eq > 0 and hw.prefill_rate > 0
     with pytest.raises(ValueError):
         ClusterConfig("no-such-model", "h100").hardware_spec()
+
+
+def test_precision_and_attention_calibration_reach_the_hardware_spec():
+    base = ClusterConfig(model="qwen3-30b-a3b", gpu="h20")
+    fp8 = ClusterConfig(model="qwen3-30b-a3b", gpu="h20", weight_dtype="fp8", kv_dtype="fp8")
+    a100 = ClusterConfig(model="qwen3-30b-a3b", gpu="h20", attention_calibration="a100-borrowed")
+    hw, hw8, hwa = base.hardware_spec(), fp8.hardware_spec(), a100.hardware_spec()
+    assert hw8.kv_bytes_per_token == hw.kv_bytes_per_token / 2  # fp8 KV: one byte per element
+    assert hw8.kv_capacity_tokens > 2 * hw.kv_capacity_tokens  # half the bytes per token and half the weights
+    assert hwa.kv_capacity_tokens == hw.kv_capacity_tokens  # attention calibration changes time only
+    # FA3 prefill attention is faster than the A100 FlashAttention-2 fit the H20 borrowed before
+    assert hwa.coefficients[kernel.C_ATTN_PREFILL] > hw.coefficients[kernel.C_ATTN_PREFILL]
+    assert hwa.prefill_rate < hw.prefill_rate
+    # GPUs without a FlashAttention-3 fit are the same under both calibrations
+    same = [ClusterConfig(model="llama-3-8b", gpu="a100", attention_calibration=c).hardware_spec() for c in
+            ("fa3", "a100-borrowed")]
+    assert same[0] == same[1]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"weight_dtype": "int4"}, "weight_dtype must be one of"),
+    ({"kv_dtype": "fp16"}, "kv_dtype must be one of"),
+    ({"attention_calibration": "fa2"}, "attention_calibration must be one of"),
+    ({"kv_dtype": "fp8", "hardware": HardwareSpec.example()}, "cannot apply to an explicit hardware spec"),
+])
+def test_bad_precision_or_calibration_fails(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ClusterConfig(model="qwen3-30b-a3b", gpu="h20", **kwargs)

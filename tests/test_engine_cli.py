@@ -106,3 +106,17 @@ def test_two_turn_session_hits_the_reply_from_the_out_csv(tmp_path, extra, hit):
 def test_unknown_kv_connector_is_a_usage_error(trace, capsys):
     assert main(BASE + ["--trace", trace, "--kv-connector", "nvme"]) == 2
     assert "unknown KV connector" in capsys.readouterr().err
+
+
+def test_fp8_flags_reach_the_cluster(trace, capsys):
+    runs = {}
+    for dtype in ("bf16", "fp8"):
+        assert main(BASE + ["--trace", trace, "--gpu", "h100", "--weight-dtype", dtype, "--kv-dtype", dtype,
+                            "--json"]) == 0
+        runs[dtype] = json.loads(capsys.readouterr().out)
+    assert runs["fp8"]["n_completed"] == runs["bf16"]["n_completed"] == 4
+    # FP8 GEMMs at the H100's FP8 peak and half the KV bytes: the same requests finish sooner
+    assert runs["fp8"]["ttft_p50"] < runs["bf16"]["ttft_p50"]
+    with pytest.raises(SystemExit) as exc:
+        main(BASE + ["--trace", trace, "--kv-dtype", "int4"])
+    assert exc.value.code == 2 and "--kv-dtype" in capsys.readouterr().err

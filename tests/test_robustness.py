@@ -61,8 +61,8 @@ def _variants():
 
 def test_variants():
     v = Variant()
-    assert v.axes() == {"workload": "agent", "kv_connector": "default", "gpu": "h20", "attention": "default",
-                        "store": "provisioned"}
+    assert v.axes() == {"workload": "bailian-coder", "kv_connector": "lmcache-mooncake", "gpu": "h20",
+                        "attention": "fa3", "store": "provisioned", "replay": "closed"}
     grid = _variants()
     assert [x.name for x in grid] == ["gpu=h20, store=provisioned", "gpu=h20, store=50:1",
                                       "gpu=h200, store=provisioned", "gpu=h200, store=50:1"]
@@ -239,9 +239,16 @@ def test_choose_setup_errors():
 
 # ------------------------------------------------------------------------------------------ engine compute
 def test_peak_compute_validates():
-    fn = partial(peak_compute, rpm_grid={"h20": (4.0,)}, policies=("smetric", "least-load"))
-    with pytest.raises(ValueError, match="only the gpu and store"):
+    fn = partial(peak_compute, rpm_grid={"h20": (4.0,)}, policies=("smetric", "least-load"), n_instances=2,
+                 minutes=1.0)
+    with pytest.raises(ValueError, match="unknown KV connector|kv_connector"):
         fn(Variant(kv_connector="lmcache"), (0,))
+    with pytest.raises(ValueError, match="workload must be one of"):
+        fn(Variant(workload="agent"), (0,))
+    with pytest.raises(ValueError, match="attention_calibration must be one of"):
+        fn(Variant(attention="fa2"), (0,))
+    with pytest.raises(ValueError, match="replay must be one of"):
+        fn(Variant(replay="half-open"), (0,))
     with pytest.raises(ValueError, match="no offered-load grid"):
         fn(Variant(gpu="h200"), (0,))
 
@@ -253,3 +260,15 @@ def test_peak_compute_runs_the_engine():
     assert list(frame.columns) == ["seed", "policy", "rpm_per_instance", "goodput_tps"]
     assert len(frame) == 2 * 2 * 2 and (frame["goodput_tps"] > 0).all()
     pd.testing.assert_frame_equal(frame, fn(Variant(store="none"), (0, 1)))
+
+
+def test_peak_compute_applies_every_axis():
+    # near the knee (at low load the store and the replay do not bind, and nothing would change)
+    fn = partial(peak_compute, rpm_grid=lambda v: (40.0,), policies=("least-load",), n_instances=8, minutes=3.0)
+    base = fn(Variant(), (0,))["goodput_tps"].iloc[0]
+    moved = {axis: fn(Variant(name=axis, **{axis: value}), (0,))["goodput_tps"].iloc[0]
+             for axis, value in [("workload", "toolagent"), ("kv_connector", "ideal"), ("attention", "a100-borrowed"),
+                                 ("gpu", "h200"), ("store", "20:2"), ("replay", "open")]}
+    assert base > 0
+    changed = sorted(axis for axis, value in moved.items() if value != base)
+    assert changed == sorted(moved), f"axes without effect: {sorted(set(moved) - set(changed))}"

@@ -25,6 +25,8 @@ def _parse_params(pairs: list[str], flag: str = "--param") -> dict:
 
 def register_simulate(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric simulate``."""
+    from ..hardware.efficiency import ATTENTION_CALIBRATIONS
+    from ..hardware.perfmodel import DTYPES
     from ..workload.cli_cmds import add_limit_arguments
     from ..workload.loaders import FORMATS
 
@@ -60,6 +62,12 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hit-granularity", type=int, metavar="TOKENS",
                         help="count a follow-up's hit on its parent's partial last engine block down to this many "
                              "tokens (e.g. 16 = vLLM's block; default: whole engine blocks)")
+    parser.add_argument("--weight-dtype", choices=sorted(DTYPES), default="bf16",
+                        help="storage precision of the linear layers' weights (default bf16)")
+    parser.add_argument("--kv-dtype", choices=sorted(DTYPES), default="bf16",
+                        help="storage precision of the KV cache (default bf16)")
+    parser.add_argument("--attention-calibration", choices=ATTENTION_CALIBRATIONS, default="fa3",
+                        help="Hopper prefill-attention calibration (default fa3)")
     parser.add_argument("--max-num-seqs", type=int, default=256)
     parser.add_argument("--max-batched-tokens", type=int, default=4096)
     parser.add_argument("--block-size", type=int,
@@ -112,7 +120,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             kv_load_overlap=not args.no_load_overlap, replay=args.replay,
             queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")),
             cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
-            hit_granularity=args.hit_granularity,
+            hit_granularity=args.hit_granularity, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
+            attention_calibration=args.attention_calibration,
             kv_connector=KVConnector.parse(args.kv_connector,
                                            _parse_params(args.kv_connector_param, "--kv-connector-param")))
         result = simulate(workload, cluster, args.policy, _parse_params(args.param), load=args.load, seed=args.seed,

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hardware import kernel
+from ..hardware.efficiency import ATTENTION_CALIBRATIONS
+from ..hardware.perfmodel import DTYPES
 from .connector import KVConnector
 from .queueing import QueueDiscipline
 
@@ -172,13 +174,15 @@ class HardwareSpec:
         return cls.from_coefficients(kernel.example_coefficients(), 131072.0, kv_capacity_tokens)
 
     @classmethod
-    def from_perfmodel(cls, model: str, gpu: str, tp: int, gpu_mem_util: float,
-                       max_batched_tokens: int) -> "HardwareSpec":
+    def from_perfmodel(cls, model: str, gpu: str, tp: int, gpu_mem_util: float, max_batched_tokens: int, *,
+                       weight_dtype: str = "bf16", kv_dtype: str = "bf16", attention: str = "fa3") -> "HardwareSpec":
         """The spec of ``model`` on ``tp`` x ``gpu`` from :class:`smetric.hardware.PerfModel`
-        (``max_batched_tokens`` sizes its activation reserve)."""
+        (``max_batched_tokens`` sizes its activation reserve; the precisions and the Hopper attention
+        calibration are PerfModel's ``weight_dtype``, ``kv_dtype`` and ``attention``)."""
         from ..hardware import PerfModel  # the performance model lives in its own package
 
-        pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens)
+        pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
+                       kv_dtype=kv_dtype, attention=attention)
         return cls(tuple(np.asarray(pm.coefficients(), dtype=np.float64)), float(pm.kv_bytes_per_token),
                    int(pm.kv_capacity_tokens(gpu_mem_util)), float(pm.l_eq), float(pm.prefill_rate()))
 
@@ -224,6 +228,11 @@ class ClusterConfig:
             :class:`~smetric.cluster.connector.KVConnector` or a preset name (``ideal`` = the original
             link model; ``lmcache-mooncake`` and its ``-fast``/``-slow`` bounds). With an ``lmcache``
             connector (and a global store) every KV load blocks the batch and ``kv_load_overlap`` is unused.
+        weight_dtype, kv_dtype: storage precision (``bf16`` or ``fp8``, :data:`smetric.hardware.perfmodel.DTYPES`)
+            of the linear layers' weights and of the KV cache, passed to the performance model.
+        attention_calibration: prefill-attention calibration of Hopper GPUs (``fa3`` = fitted on FlashAttention-3
+            benchmarks, the default; ``a100-borrowed`` = the A100 FlashAttention-2 fit they borrowed before;
+            :data:`smetric.hardware.efficiency.ATTENTION_CALIBRATIONS`).
     """
 
     model: str
@@ -250,6 +259,9 @@ class ClusterConfig:
     global_store_replies: bool = False
     hit_granularity: int | None = None
     kv_connector: KVConnector = field(default_factory=KVConnector)
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    attention_calibration: str = "fa3"
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -298,6 +310,14 @@ class ClusterConfig:
             object.__setattr__(self, "kv_connector", KVConnector.preset(self.kv_connector))
         _require(isinstance(self.kv_connector, KVConnector),
                  f"kv_connector must be a KVConnector or a preset name, got {self.kv_connector!r}")
+        for name in ("weight_dtype", "kv_dtype"):
+            _require(getattr(self, name) in DTYPES, f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
+        _require(self.attention_calibration in ATTENTION_CALIBRATIONS,
+                 f"attention_calibration must be one of {ATTENTION_CALIBRATIONS}, got {self.attention_calibration!r}")
+        if self.hardware is not None:
+            _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
+                     "weight_dtype, kv_dtype and attention_calibration select the performance model; "
+                     "they cannot apply to an explicit hardware spec")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -314,7 +334,9 @@ class ClusterConfig:
         """The explicit ``hardware`` or the performance model's spec of this model/GPU/TP."""
         if self.hardware is not None:
             return self.hardware
-        return HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util, self.max_batched_tokens)
+        return HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util, self.max_batched_tokens,
+                                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype,
+                                           attention=self.attention_calibration)
 
     def engine_block_size(self, workload_block_size: int) -> int:
         """Smallest multiple of the workload's block size that is >= ``block_size``."""

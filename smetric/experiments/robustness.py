@@ -2,7 +2,7 @@
 
 A verdict is only as good as the model under it. A :class:`Variant` names one choice on each axis
 of :data:`AXES` (workload preset, KV-connector preset, GPU, Hopper attention calibration, global
-store); a :class:`ClaimSpec` says how a claim is measured: a compute function
+store, replay); a :class:`ClaimSpec` says how a claim is measured: a compute function
 ``compute(variant, seeds) -> per-seed results`` (one row per policy, seed and load) and how those
 become gains (the per-seed peak over loads, or per paper point). :func:`robustness_map` runs every
 (claim, variant, seed) through :func:`~smetric.experiments.sweep.sweep`, pairs the seeds
@@ -11,8 +11,7 @@ become gains (the per-seed peak over loads, or per paper point). :func:`robustne
 gain and interval).
 
 :func:`peak_compute` is a ready compute function on the engine: SMETRIC and baselines on the 30B or
-235B testbed over a per-GPU offered-load grid, the variant's GPU and store applied (the other axes
-must be at their defaults until their presets exist).
+235B testbed over a per-variant offered-load grid, every axis of the variant applied.
 
 :func:`choose_setup` is for setups a result is sensitive to (fig07's PD split): sweep them, and
 show the one chosen by a rule fixed before looking at SMETRIC -- the setup that maximises the best
@@ -49,6 +48,7 @@ __all__ = [
     "Variant",
     "choose_setup",
     "factorial",
+    "knee_anchor",
     "one_at_a_time",
     "peak_compute",
     "plot_robustness",
@@ -56,10 +56,11 @@ __all__ = [
 ]
 
 #: The model choices a verdict may depend on (columns of the map).
-AXES = ("workload", "kv_connector", "gpu", "attention", "store")
-#: Columns of the robustness CSV (issue 13), in order; :func:`robustness_map` adds ``point``, ``variant`` and
-#: ``best_baseline`` after ``claim_id``.
-MAP_COLUMNS = ("claim_id", *AXES, "gain_mean", "ci_low", "ci_high", "n_seeds", "verdict")
+AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay")
+#: Columns of the robustness CSV (issue 13), in order, then ``replay``; :func:`robustness_map` adds ``point``,
+#: ``variant`` and ``best_baseline`` after ``claim_id``.
+MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
+               "n_seeds", "verdict", "replay")
 #: Cell colours of the map (colour-blind safe: blue = holds, orange/red = fails, grey = tie).
 VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "tie": "#d9d9d9",
                    "contradicted": "#d6604d", UNDETERMINED: "#ffffff"}
@@ -67,14 +68,16 @@ VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "tie": 
 
 @dataclass(frozen=True)
 class Variant:
-    """One model choice per axis; ``name`` labels it in tables and plots. Defaults = today's model."""
+    """One model choice per axis; ``name`` labels it in tables and plots. Defaults = the testbed's model
+    (:data:`~smetric.experiments.setups.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention)."""
 
     name: str = "default"
-    workload: str = "agent"
-    kv_connector: str = "default"
+    workload: str = "bailian-coder"
+    kv_connector: str = "lmcache-mooncake"
     gpu: str = "h20"
-    attention: str = "default"
+    attention: str = "fa3"
     store: str = "provisioned"
+    replay: str = "closed"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -299,36 +302,91 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
 
 
 # ------------------------------------------------------------------------------------------ engine compute
-def peak_compute(variant: Variant, seeds: tuple[int, ...], *, rpm_grid: Mapping[str, Sequence[float]],
+def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
+                 rpm_grid: Mapping[str, Sequence[float]] | Callable[[Variant], Sequence[float]],
                  policies: Sequence[str], testbed: str = "30b", n_instances: int | None = None,
-                 minutes: float = 6.0, warmup_frac: float = 0.25, metric: str = "goodput_tps") -> pd.DataFrame:
-    """Per-seed ``metric`` of ``policies`` over the offered loads ``rpm_grid[variant.gpu]`` (requests/min/
-    instance) on ``testbed`` with the variant's GPU and global store (``provisioned``, ``none`` or
-    ``CAP_GB:BW_GBPS``). Columns ``seed, policy, rpm_per_instance, <metric>``. The grid is per GPU because
-    capacity is: choose it from the baselines alone so that it contains their peak. The workload,
-    KV-connector and attention axes must be at their defaults (their presets are not modelled here yet).
-    Runs serially (it is itself a sweep point); bind the keywords with :func:`functools.partial`.
+                 minutes: float = 6.0, warmup_frac: float = 0.25, metric: str = "goodput_tps",
+                 cluster_overrides: Mapping | None = None, reference_rpm: float | None = None) -> pd.DataFrame:
+    """Per-seed ``metric`` of ``policies`` over a grid of offered loads (requests/min/instance) on ``testbed`` with
+    every axis of the variant applied: the workload preset (thinned from one workload at the grid's top,
+    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top), the KV connector, the GPU,
+    the Hopper attention calibration
+    (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
+    ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`) and the replay. ``cluster_overrides`` are further
+    ClusterConfig fields (e.g. a PD split). Columns ``seed, policy, rpm_per_instance, <metric>``.
+
+    ``rpm_grid`` is a mapping from the variant's name or, failing that, its GPU to the loads, or a function
+    of the variant: capacity moves with the GPU and the workload, so choose the grid from the baselines
+    alone such that it contains their peak. Runs serially (it is itself a sweep point); bind the keywords
+    with :func:`functools.partial`.
     """
     from ..cluster.config import GlobalStore
     from .setups import TESTBEDS, offered_point
 
-    defaults = Variant()
-    fixed = [a for a in ("workload", "kv_connector", "attention") if getattr(variant, a) != getattr(defaults, a)]
-    if fixed:
-        raise ValueError(f"peak_compute models only the gpu and store axes; {variant.name} sets {fixed}")
-    if variant.gpu not in rpm_grid:
-        raise ValueError(f"no offered-load grid for gpu {variant.gpu!r}; have {sorted(rpm_grid)}")
-    store = GlobalStore.parse(variant.store, tp=TESTBEDS[testbed][2])
+    if callable(rpm_grid):
+        grid = [float(x) for x in rpm_grid(variant)]
+    elif variant.name in rpm_grid or variant.gpu in rpm_grid:
+        grid = [float(x) for x in rpm_grid[variant.name if variant.name in rpm_grid else variant.gpu]]
+    else:
+        raise ValueError(f"no offered-load grid for variant {variant.name!r} or gpu {variant.gpu!r}; "
+                         f"have {sorted(rpm_grid)}")
+    if not grid or min(grid) <= 0:
+        raise ValueError(f"{variant.name}: the load grid must be positive loads, got {grid}")
+    if testbed not in TESTBEDS:
+        raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
+    tp = TESTBEDS[testbed][2]
+    store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=tp)
+    cluster = {**(cluster_overrides or {}), "gpu": variant.gpu, "kv_connector": variant.kv_connector,
+               "attention_calibration": variant.attention, "replay": variant.replay}
+    workload = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}
     rows = []
     for seed in seeds:
-        for rpm in rpm_grid[variant.gpu]:
+        for rpm in grid:
             for policy in policies:
-                summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances,
-                                        minutes=minutes, seed=int(seed), warmup_frac=warmup_frac,
-                                        global_store=store, cluster_overrides={"gpu": variant.gpu})
-                rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": float(rpm),
-                             metric: summary[metric]})
+                summary = offered_point(rpm, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
+                                        seed=int(seed), warmup_frac=warmup_frac, global_store=store,
+                                        cluster_overrides=cluster, workload_overrides=workload)
+                rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": rpm, metric: summary[metric]})
     return pd.DataFrame(rows)
+
+
+def knee_anchor(variant: Variant, *, start: float, policy: str = "least-load", ratio: float = 1.25, steps: int = 3,
+                max_extend: int = 4, seed: int = 0, metric: str = "goodput_tps",
+                **compute_kw) -> tuple[float, pd.DataFrame]:
+    """The offered load at which one baseline's ``metric`` peaks on ``variant`` (a cheap probe that fixes a grid).
+
+    Rule: ``policy`` alone (SMETRIC is not run, so its results cannot move the grid), one ``seed``, on the
+    geometric ladder ``start * ratio**k`` for ``k = -steps..steps``; while the peak sits at an end of the
+    ladder, one more step is added beyond it (at most ``max_extend``). ``compute_kw`` go to
+    :func:`peak_compute` (testbed, instances, minutes, cluster overrides; pass ``reference_rpm`` so that the
+    probe and the measured grid thin one workload). Returns the anchor and the probe's rows.
+    """
+    if not start > 0 or not ratio > 1 or steps < 1:
+        raise ValueError(f"knee_anchor needs start > 0, ratio > 1 and steps >= 1, got {start}, {ratio}, {steps}")
+    ks = list(range(-steps, steps + 1))
+    frames: dict[int, pd.DataFrame] = {}
+
+    def value(k: int) -> float:
+        if k not in frames:
+            rpm = start * ratio ** k
+            frames[k] = peak_compute(variant, (seed,), rpm_grid=lambda _v: (rpm,), policies=(policy,), metric=metric,
+                                     **compute_kw)
+        return float(frames[k][metric].iloc[0])
+
+    for _ in range(max_extend + 1):
+        values = [value(k) for k in ks]
+        best = int(np.argmax(values))
+        if 0 < best < len(ks) - 1:
+            break
+        if best == 0 and ks[0] > -steps - max_extend:
+            ks.insert(0, ks[0] - 1)
+        elif best == len(ks) - 1 and ks[-1] < steps + max_extend:
+            ks.append(ks[-1] + 1)
+        else:
+            break
+    k_best = ks[int(np.argmax([value(k) for k in ks]))]
+    probe = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
+    return float(start * ratio ** k_best), probe
 
 
 # ------------------------------------------------------------------------------------------ swept setups

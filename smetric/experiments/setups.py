@@ -81,7 +81,8 @@ BASELINES = ("lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "
 def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
                   global_store: GlobalStore | None | str = PROVISIONED, **overrides) -> ClusterConfig:
     """The cluster of a paper testbed with :data:`TESTBED_DEFAULTS`, updated by ``overrides`` (ClusterConfig
-    fields); ``global_store`` is a :class:`GlobalStore`, ``None`` (no store) or :data:`PROVISIONED`
+    fields, including ``model``, ``gpu`` or ``tp``: e.g. the testbed on another GPU); ``global_store`` is a
+    :class:`GlobalStore`, ``None`` (no store) or :data:`PROVISIONED`
     (``GlobalStore.provisioned`` for the testbed's TP, the default)."""
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
@@ -92,8 +93,8 @@ def paper_cluster(testbed: str = "30b", *, n_instances: int | None = None,
         global_store = GlobalStore.provisioned(tp)
     elif global_store is not None and not isinstance(global_store, GlobalStore):
         raise TypeError(f"global_store must be a GlobalStore, None or {PROVISIONED!r}, got {global_store!r}")
-    fields = dict(model=model, gpu=gpu, tp=tp, n_instances=n_instances or n, global_store=global_store)
-    return ClusterConfig(**{**fields, **TESTBED_DEFAULTS, **overrides})
+    return ClusterConfig(**{"model": model, "gpu": gpu, "tp": tp, "n_instances": n_instances or n,
+                            "global_store": global_store, **TESTBED_DEFAULTS, **overrides})
 
 
 #: Offered loads at or below this many requests/min/instance are thinned from one workload

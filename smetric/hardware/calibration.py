@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from . import profiles
-from .efficiency import NOMINAL, Efficiency, efficiency_path, load_efficiencies
+from .efficiency import FA3_FIELDS, NOMINAL, Efficiency, efficiency_path, load_efficiencies
 from .gpus import get_gpu
 from .kernel import prefill_attn_work
 from .models import get_model
@@ -67,7 +67,7 @@ _ATTENTION_FROM = {"h100": "a100"}  # GPUs whose attention fields come from anot
 
 # Hopper prefill attention from the FlashAttention-3 benchmarks: gpu -> (fields fitted, GPU whose fit it starts
 # from). The H20 has two points at one sequence length, so only its efficiency is fitted.
-HOPPER_FIELDS = ("eta_attn", "attn_token_s")
+HOPPER_FIELDS = FA3_FIELDS
 _HOPPER_PLAN = {"h100": (HOPPER_FIELDS, "h100"), "h20": (("eta_attn",), "h100")}
 
 _GROUP = ["gpu", "model", "tp"]

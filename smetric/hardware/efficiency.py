@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..context import run_context
 
-__all__ = ["Efficiency", "NOMINAL", "TRANSFERRED_FROM", "perf_data_dir", "efficiency_path",
-           "load_efficiencies", "efficiency_for"]
+__all__ = ["Efficiency", "NOMINAL", "TRANSFERRED_FROM", "ATTENTION_CALIBRATIONS", "FA3_FIELDS", "perf_data_dir",
+           "efficiency_path", "load_efficiencies", "efficiency_for"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,15 @@ TRANSFERRED_FROM: dict[str, str] = {
 }
 
 
+#: Prefill-attention calibrations of the Hopper GPUs: ``fa3`` (default) = ``FA3_FIELDS`` fitted on published
+#: FlashAttention-3 benchmarks (``data/perf/hopper_attention.csv``); ``a100-borrowed`` = the A100 FlashAttention-2
+#: fit (Vidur) that the Hopper GPUs borrowed before those data were added, kept as a sensitivity setting.
+ATTENTION_CALIBRATIONS = ("fa3", "a100-borrowed")
+#: The fields the FlashAttention-3 data fit (``smetric.hardware.calibration.HOPPER_FIELDS``).
+FA3_FIELDS = ("eta_attn", "attn_token_s")
+_A100 = "a100"
+
+
 def perf_data_dir() -> Path:
     """``perf/`` of the run context's data directory (``<repo>/data/perf`` unless ``$SMETRIC_DATA`` moves it)."""
     return run_context().data_dir / "perf"
@@ -129,12 +138,24 @@ def load_efficiencies(path: str | Path | None = None) -> dict[str, Efficiency]:
     return dict(_load(str(path)))
 
 
-def efficiency_for(gpu_name: str, path: str | Path | None = None) -> Efficiency:
-    """The calibrated efficiency of ``gpu_name``, transferred from the closest measured GPU if needed."""
+def efficiency_for(gpu_name: str, path: str | Path | None = None, attention: str = "fa3") -> Efficiency:
+    """The calibrated efficiency of ``gpu_name``, transferred from the closest measured GPU if needed.
+
+    ``attention`` (one of :data:`ATTENTION_CALIBRATIONS`) picks the prefill-attention calibration of GPUs
+    fitted on FlashAttention-3 data (H100, H20, and H200/H800 through the H100); ``a100-borrowed`` replaces
+    their :data:`FA3_FIELDS` by the A100's. Other GPUs have no FA3 fit and are the same under both."""
+    if attention not in ATTENTION_CALIBRATIONS:
+        raise ValueError(f"attention must be one of {ATTENTION_CALIBRATIONS}, got {attention!r}")
     table = load_efficiencies(path)
     if gpu_name in table:
-        return table[gpu_name]
-    donor = TRANSFERRED_FROM.get(gpu_name)
-    if donor is None or donor not in table:
-        raise ValueError(f"no calibrated efficiency for GPU {gpu_name!r} (measured: {sorted(table)})")
-    return replace(table[donor], source=f"transferred from {donor} ({table[donor].source})")
+        eff = table[gpu_name]
+    else:
+        donor = TRANSFERRED_FROM.get(gpu_name)
+        if donor is None or donor not in table:
+            raise ValueError(f"no calibrated efficiency for GPU {gpu_name!r} (measured: {sorted(table)})")
+        eff = replace(table[donor], source=f"transferred from {donor} ({table[donor].source})")
+    if attention == "a100-borrowed" and "FlashAttention-3" in eff.source:
+        a100 = table[_A100]
+        eff = replace(eff, **{f: getattr(a100, f) for f in FA3_FIELDS},
+                      source=f"{eff.source}; {', '.join(FA3_FIELDS)} borrowed from {_A100} (FlashAttention-2)")
+    return eff

@@ -89,6 +89,8 @@ class PerfModel:
         max_batched_tokens: token budget of an iteration; sizes the activation memory reserve.
         weight_dtype: ``bf16`` or ``fp8`` storage (and GEMM precision) of the linear layers' weights.
         kv_dtype: ``bf16`` or ``fp8`` storage of the KV cache.
+        attention: prefill-attention calibration of Hopper GPUs when ``efficiency`` is None
+            (:data:`~smetric.hardware.efficiency.ATTENTION_CALIBRATIONS`; ``fa3`` = FlashAttention-3 fit).
     """
 
     model: ModelSpec | str
@@ -98,6 +100,7 @@ class PerfModel:
     max_batched_tokens: int = 8192
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    attention: str = "fa3"
     _terms: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -105,7 +108,9 @@ class PerfModel:
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "gpu", gpu)
         if self.efficiency is None:
-            object.__setattr__(self, "efficiency", efficiency_for(gpu.name))
+            object.__setattr__(self, "efficiency", efficiency_for(gpu.name, attention=self.attention))
+        elif self.attention != "fa3":
+            raise ValueError(f"attention={self.attention!r} selects a calibration; it cannot apply to an explicit efficiency")
         tp = self.tp
         if not isinstance(tp, (int, np.integer)) or tp < 1:
             raise ValueError(f"tp must be a positive integer, got {tp!r}")

@@ -1,0 +1,181 @@
+"""Figure 14: the headline verdicts (C12, C13, C14) across the uncertain model choices (issue 13, item 3).
+
+One-at-a-time variations around the testbed's model: each axis of
+:data:`~smetric.experiments.robustness.AXES` (workload preset, KV connector, Hopper attention calibration,
+GPU, global store, replay) moved to each of its other values with the rest at the default. Per
+variant and claim: the 30B testbed's load grid in multiples of a per-variant **anchor** found by a
+baseline-only probe (:func:`~smetric.experiments.robustness.knee_anchor`: least-load alone, seed 0, on
+a 1.25x ladder; the anchor is its goodput peak -- prefill-TPS peak for C14 -- and plays the paper's 8x),
+then SMETRIC and the screened baselines at every (load, seed); the gains are paired per seed and judged
+by the rules of :mod:`~smetric.experiments.verdicts`. C12 is read at 6x/8x/9x/10x of the anchor, C13 is
+each seed's peak over the colocated grid, C14 each seed's peak prefill TPS over the PD grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import pandas as pd
+
+from .. import main_results as mr
+from ..figure import FigureParams, param
+from ..robustness import MAP_COLUMNS, ClaimSpec, Variant, knee_anchor, one_at_a_time, peak_compute, plot_robustness
+from ..sweep import sweep
+
+_HOLDS = ("reproduced", "direction only")
+
+
+@dataclass(frozen=True)
+class Params(FigureParams):
+    variations: dict = param({"workload": ("long-context", "toolagent", "claude-code"),
+                              "kv_connector": ("ideal", "lmcache-mooncake-fast", "lmcache-mooncake-slow"),
+                              "attention": ("a100-borrowed",), "gpu": ("h200", "h800"),
+                              "store": ("under-provisioned",), "replay": ("open",)},
+                             "axis -> values varied one at a time around the default variant")
+    under_provisioned: str = param("25:6", "the under-provisioned store, per instance: capacity GB and GB/s")
+    policies: tuple[str, ...] = param(("smetric", "lmetric", "least-load", "dynamo"),
+                                      "smetric and the screened baselines (fig06's best three)")
+    split: tuple[int, int] = param(mr.PD_SPLIT, "prefill, decode instances of C14 (figmain's split)")
+    n_instances: int = param(32, "instances of the 30B testbed")
+    multipliers: tuple[float, ...] = param((6, 8, 9, 10, 12), "loads in paper multipliers of the anchor (8x)")
+    probe_start: dict = param({"bailian-coder": 40, "toolagent": 48, "long-context": 24, "claude-code": 4},
+                              "workload -> first guess of the anchor (requests/min/instance) the probe ladders from")
+    minutes: float = param(3, "measured window of the agent workload (3 min: 8 seeds fit the budget)")
+    seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired)")
+    warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(variations={"gpu": ("h200",), "replay": ("open",)}, n_instances=8, split=(6, 2), minutes=1.5,
+                   policies=("smetric", "least-load"), multipliers=(6, 8, 9, 10), seeds=(0, 1))
+
+
+#: The probe: least-load alone, seed 0, ladder ratio 1.25, three steps each side (extended while the peak is at an end).
+PROBE = {"policy": "least-load", "ratio": 1.25, "steps": 3, "seed": 0}
+
+
+def _store(p: Params, store: str) -> str:
+    """``under-provisioned`` -> ``CAP:BW`` of the whole cluster (capacity scales with the instances)."""
+    if store != "under-provisioned":
+        return store
+    cap, bw = (float(x) for x in p.under_provisioned.split(":"))
+    return f"{cap * p.n_instances:g}:{bw:g}"
+
+
+def _setups(p: Params) -> dict[str, dict]:
+    """claim kind -> (peak_compute keywords, metric)."""
+    n_p, n_d = p.split
+    common = {"testbed": "30b", "minutes": float(p.minutes), "warmup_frac": p.warmup_frac}
+    return {"colocated": {**common, "n_instances": p.n_instances, "metric": "goodput_tps"},
+            "pd": {**common, "n_instances": n_p + n_d, "metric": "prefill_tps",
+                   "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_p, "n_decode": n_d}}}
+
+
+def _reference(p: Params, workload: str) -> float:
+    """The rate every load of a workload is thinned from: the top of the probe ladder plus one step."""
+    return float(p.probe_start[workload]) * PROBE["ratio"] ** (PROBE["steps"] + 1)
+
+
+def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, refs: dict) -> dict:
+    v = variants[variant]
+    anchor, probe = knee_anchor(v, start=starts[v.workload], reference_rpm=refs[v.workload], **PROBE, **setups[kind])
+    return {"anchor_rpm": anchor, "probe_loads": len(probe)}
+
+
+def _measure_point(variant: str, kind: str, seed: int, *, variants: dict, setups: dict, refs: dict, grids: dict,
+                   policies: tuple) -> pd.DataFrame:
+    v = variants[variant]
+    return peak_compute(v, (seed,), rpm_grid={variant: grids[(variant, kind)]}, policies=policies,
+                        reference_rpm=refs[v.workload], **setups[kind]).drop(columns="seed")  # the grid's seed
+
+
+def variants(p: Params) -> list[Variant]:
+    """The default variant and the one-at-a-time variations (store names resolved to ``CAP:BW``)."""
+    out = one_at_a_time(Variant(), **{a: tuple(vals) for a, vals in p.variations.items()})
+    return [Variant(**{**v.__dict__, "store": _store(p, v.store)}) for v in out]
+
+
+def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    """The map: one row per claim (C12 per paper point) and variant, MAP_COLUMNS first, then ``point, variant,
+    best_baseline, peaks_at_edge, anchor_rpm`` (the variant's anchor for that claim's grid)."""
+    vs = variants(p)
+    by_name = {v.name: v for v in vs}
+    setups = _setups(p)
+    refs = {w: _reference(p, w) for w in {v.workload for v in vs}}
+    shared = {"variants": by_name, "setups": setups, "refs": refs}
+    probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
+                   shared={**shared, "starts": dict(p.probe_start)}, jobs=jobs, progress=False, on_error="raise")
+    anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
+    grids = {key: tuple(a * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers) for key, a in anchors.items()}
+    results = sweep([{"variant": v.name, "kind": k, "seed": int(s)} for s in p.seeds for v in vs for k in setups],
+                    _measure_point, shared={**shared, "grids": grids, "policies": tuple(p.policies)}, jobs=jobs,
+                    progress=False, on_error="raise")
+    return judge(results, vs, anchors, p.multipliers)
+
+
+def _specs(multipliers) -> dict[str, tuple[str, ClaimSpec]]:
+    """claim -> (kind of run, spec). C12's points are the paper's load levels present in the grid."""
+    labels = tuple(k for k, m in mr.PAPER_POINTS.items() if m in multipliers)
+    unused = partial(peak_compute, rpm_grid={}, policies=())  # the runs are made by compute(); specs only judge
+    specs = {"C13_peak_30b": ("colocated", ClaimSpec("C13_peak_30b", unused)),
+             "C14_pd_prefill": ("pd", ClaimSpec("C14_pd_prefill", unused, value="prefill_tps"))}
+    if len(labels) == len(mr.PAPER_POINTS):
+        specs = {"C12_gain_vs_load": ("colocated", ClaimSpec("C12_gain_vs_load", unused, statistic="points",
+                                                             points=labels)), **specs}
+    return specs
+
+
+def judge(results: pd.DataFrame, vs: list[Variant], anchors: dict, multipliers) -> pd.DataFrame:
+    """The map from the per-seed runs (``kind, variant, seed, policy, rpm_per_instance`` and the metrics)."""
+    rows = []
+    for claim, (kind, spec) in _specs(multipliers).items():
+        for v in vs:
+            sub = results[(results["kind"] == kind) & (results["variant"] == v.name)].drop(columns=["kind", "variant"])
+            anchor = anchors[(v.name, kind)]
+            if spec.statistic == "points":
+                mult = (sub["rpm_per_instance"] / anchor * mr.ANCHOR_MULTIPLIER).round(6)
+                label = {m: k for k, m in mr.PAPER_POINTS.items()}
+                sub = sub.assign(point=mult.map(label)).dropna(subset=["point"])
+            for cell in spec.cells(sub):
+                rows.append({"claim_id": claim, **v.axes(), **cell, "variant": v.name, "anchor_rpm": anchor})
+    table = pd.DataFrame(rows)
+    return table[[*MAP_COLUMNS, "point", "variant", "best_baseline", "peaks_at_edge", "anchor_rpm"]]
+
+
+def overview(df: pd.DataFrame) -> pd.DataFrame:
+    return df[["claim_id", "point", "variant", "anchor_rpm", "best_baseline", "gain_mean", "ci_low", "ci_high",
+               "verdict"]]
+
+
+def plot(df: pd.DataFrame):
+    return plot_robustness(df)
+
+
+def _label(row) -> str:
+    return f"{row['claim_id']} @ {row['point']}" if row["point"] else row["claim_id"]
+
+
+def findings(df: pd.DataFrame) -> str:
+    """One sentence per claim (and C12 point): the variants where it holds (reproduced or direction only)
+    and where it fails (tie or contradicted), from the table."""
+    df = df.assign(point=df["point"].fillna(""))
+    lines = []
+    for _, sub in df.groupby(["claim_id", "point"], sort=False):
+        first = sub.iloc[0]
+        holds = sub[sub["verdict"].isin(_HOLDS)]
+        fails = sub[~sub["verdict"].isin(_HOLDS)]
+
+        def names(frame):
+            return ", ".join(f"{n} ({v}, {100 * g:+.1f} %)" for n, v, g in
+                             zip(frame["variant"], frame["verdict"], frame["gain_mean"]))
+
+        held = f"holds when {names(holds)}" if len(holds) else "holds in no variant"
+        failed = f"fails when {names(fails)}" if len(fails) else "fails in no variant"
+        lines.append(f"{_label(first)}: {held}; {failed}.")
+    return "\n".join(lines)
+
+
+def claims(df: pd.DataFrame) -> list[dict]:
+    """None: fig06 and fig07 record C12-C14 at the default model; this figure maps their robustness."""
+    return []
