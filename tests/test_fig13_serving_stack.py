@@ -98,7 +98,7 @@ def test_gains_pair_per_seed_against_the_best_baseline_by_mean():
 
 def test_load_only_rule_is_c9s_lower_bound():
     table = ss.load_only_table(_frame()).set_index(["load", "mechanism"])
-    for key, row in table.iterrows():
+    for _key, row in table.iterrows():
         assert row["verdict"] == bound_verdict(row["ci_low"], row["ci_high"], -0.07, "lower")
     assert table.loc[("knee", "ideal"), "verdict"] == "reproduced"  # -2 % +- 1 %: within 7 %
     assert table.loc[("knee", "full (lmcache-mooncake)"), "verdict"] == "contradicted"  # -30 %

@@ -311,7 +311,8 @@ class ClusterConfig:
         _require(isinstance(self.kv_connector, KVConnector),
                  f"kv_connector must be a KVConnector or a preset name, got {self.kv_connector!r}")
         for name in ("weight_dtype", "kv_dtype"):
-            _require(getattr(self, name) in DTYPES, f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
+            _require(getattr(self, name) in DTYPES,
+                     f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
         _require(self.attention_calibration in ATTENTION_CALIBRATIONS,
                  f"attention_calibration must be one of {ATTENTION_CALIBRATIONS}, got {self.attention_calibration!r}")
         if self.hardware is not None:

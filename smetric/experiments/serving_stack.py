@@ -180,8 +180,10 @@ def choice_table(frame: pd.DataFrame) -> pd.DataFrame:
     for tb, sub in main.groupby("testbed", sort=False):
         rpm = sub.groupby("load")["rpm_per_instance"].first()
         rows.append({"testbed": tb, "best_baseline": screen.loc[tb, "best_baseline"], "knee": rpm["knee"],
-                     "past": rpm["past"], "carried": "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric"),
-                     "screen_seeds": frame.loc[(frame["stage"] == "screen") & (frame["testbed"] == tb), "seed"].nunique(),
+                     "past": rpm["past"],
+                     "carried": "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric"),
+                     "screen_seeds": frame.loc[(frame["stage"] == "screen") & (frame["testbed"] == tb),
+                                               "seed"].nunique(),
                      "seeds": sub["seed"].nunique()})
     return pd.DataFrame(rows)
 
@@ -251,7 +253,8 @@ def plot_serving_stack(gains: pd.DataFrame):
     for i, m in enumerate(rows):
         for j, (tb, ld) in enumerate(cols):
             r = cell.loc[(tb, ld, m)]
-            ax.text(j, i, f"{_pct(r['gain_mean'])}% [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]\nvs {r['best_baseline']}",
+            label = f"{_pct(r['gain_mean'])}% [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]\nvs {r['best_baseline']}"
+            ax.text(j, i, label,
                     ha="center", va="center", fontsize=6.5,
                     color="white" if abs(r["gain_mean"]) > 0.6 * lim else "black")
             if r["tie"]:

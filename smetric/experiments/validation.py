@@ -81,7 +81,7 @@ def _measure(workload, cluster, policy: str, seed: int, warmup_frac: float) -> d
     from ..cluster.simulate import simulate
 
     result = simulate(workload, cluster, policy, load=1.0, seed=seed, progress=False)
-    arrivals = result.requests["arrival"]
+    arrivals = result.requests["scheduled"]  # the warm-up cut of run_point and summary(since=)
     since = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min()))
     summary = result.summary(since=since)
     rq = result.requests[arrivals >= since]

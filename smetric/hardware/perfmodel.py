@@ -110,7 +110,8 @@ class PerfModel:
         if self.efficiency is None:
             object.__setattr__(self, "efficiency", efficiency_for(gpu.name, attention=self.attention))
         elif self.attention != "fa3":
-            raise ValueError(f"attention={self.attention!r} selects a calibration; it cannot apply to an explicit efficiency")
+            raise ValueError(f"attention={self.attention!r} selects a calibration; "
+                             "it cannot apply to an explicit efficiency")
         tp = self.tp
         if not isinstance(tp, (int, np.integer)) or tp < 1:
             raise ValueError(f"tp must be a positive integer, got {tp!r}")
