@@ -14,6 +14,7 @@ import pytest
 from smetric.workload import (
     TraceFormatError,
     TraceSkipWarning,
+    data_dir,
     detect_format,
     load_trace,
     read_trace,
@@ -252,3 +253,19 @@ def test_original_archive_matches_the_shipped_compact_form():
     shipped = load_trace("claude-code")
     np.testing.assert_array_equal(coarse.block_offsets, shipped.block_offsets)
     np.testing.assert_array_equal(prefix_reuse(coarse)["hit_tokens"], prefix_reuse(shipped)["hit_tokens"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_window_is_placed_without_building_the_calls_outside_it(seed):
+    """Placing only the calls inside [begin, end) equals placing everything and cutting the window (a day of
+    warm-up for a 10-minute window used to build every call of the day)."""
+    conversations = read_conversations(data_dir() / "traces" / "weka_claude_code_512.tar.gz")[0]
+    rng = np.random.default_rng(seed)
+    start = np.sort(rng.uniform(0.0, 86_400.0 + 600.0, 200)) - 86_400.0
+    which = rng.integers(0, conversations.n_conversations, 200)
+    full = conversations._placed(which, start, end=600.0).window(0.0, 600.0)
+    cut = conversations._placed(which, start, begin=0.0, end=600.0)
+    assert len(cut) > 0 and (cut.parent == -1).any() and (cut.parent >= 0).any()
+    for name in ("arrival", "input_len", "output_len", "session", "turn", "parent", "gap", "block_offsets",
+                 "block_ids"):
+        assert np.array_equal(getattr(full, name), getattr(cut, name)), name

@@ -420,12 +420,12 @@ class Conversations:
         if n == 0:
             raise ValueError(f"no conversation starts in {duration + warmup} s at {session_rate:.4g}/s")
         start = np.sort(rng.uniform(0.0, duration + warmup, n)) - warmup
-        workload = self._placed(rng.integers(0, self.n_conversations, n), start, end=duration)
-        return workload.window(0.0, duration)
+        return self._placed(rng.integers(0, self.n_conversations, n), start, begin=0.0, end=duration)
 
-    def _placed(self, which: np.ndarray, start: np.ndarray, end: float | None = None) -> Workload:
-        """Copy ``k`` of the conversations is conversation ``which[k]`` starting at ``start[k]``; calls
-        arriving at or after ``end`` are left out (a chain's suffix, so no parent is lost)."""
+    def _placed(self, which: np.ndarray, start: np.ndarray, begin: float = -np.inf, end: float = np.inf) -> Workload:
+        """Copy ``k`` of the conversations is conversation ``which[k]`` starting at ``start[k]``; only the calls
+        arriving in ``[begin, end)`` are kept (as ``Workload.window`` would, without building the rest: a
+        call whose predecessor arrived before ``begin`` has no parent; cut sessions keep their turn numbers)."""
         by_conversation = np.argsort(which, kind="stable")  # the k-th copy of a conversation: ids, sessions of its own
         group_start = np.searchsorted(which[by_conversation], which[by_conversation])
         repeat = np.empty(len(which), dtype=np.int64)
@@ -437,9 +437,10 @@ class Conversations:
         call = np.repeat(first_call[which] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) \
             + np.arange(int(counts.sum()))
         arrival = start[copy] + self.t[call]
-        if end is not None:
-            keep = arrival < end
-            copy, call, arrival = copy[keep], call[keep], arrival[keep]
+        keep = (arrival >= begin) & (arrival < end)
+        first_kept = keep.copy()
+        first_kept[1:] &= ~keep[:-1]  # its predecessor in the same copy (the previous call) was left out
+        copy, call, arrival, first_kept = copy[keep], call[keep], arrival[keep], first_kept[keep]
         chain_first = np.ones(len(self.chain), dtype=bool)
         chain_first[1:] = self.chain[1:] != self.chain[:-1]
         chain_start = np.maximum.accumulate(np.where(chain_first, np.arange(len(self.chain)), 0))
@@ -447,7 +448,8 @@ class Conversations:
         order = np.lexsort((np.arange(n), arrival))
         row = np.empty(n, dtype=np.int64)
         row[order] = np.arange(n)
-        parent = np.where(chain_first[call], -1, row[np.maximum(np.arange(n) - 1, 0)])  # the previous call
+        cut = first_kept & ~chain_first[call]  # its parent arrived before ``begin`` (no gap, as in window())
+        parent = np.where(chain_first[call] | cut, -1, row[np.maximum(np.arange(n) - 1, 0)])  # the previous call
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.diff(self.block_offsets)[call[order]], out=offsets[1:])
         id_span = int(self.block_ids.max(initial=-1)) + 1
@@ -455,7 +457,7 @@ class Conversations:
         call, copy = call[order], copy[order]
         return Workload(arrival=arrival[order], input_len=self.input_len[call], output_len=self.output_len[call],
                         session=self.chain[call] + n_chains * repeat[copy], turn=call - chain_start[call],
-                        parent=parent[order], gap=self.gap[call], block_offsets=offsets,
+                        parent=parent[order], gap=np.where(cut[order], 0.0, self.gap[call]), block_offsets=offsets,
                         block_ids=_gather(self.block_ids, self.block_offsets, call, offsets, id_span * repeat[copy]),
                         block_size=self.block_size, name=self.name)
 
