@@ -41,7 +41,7 @@ class Params(FigureParams):
     multipliers: tuple[float, ...] = param((6, 8, 9, 10, 12), "loads in paper multipliers of the anchor (8x)")
     probe_start: dict = param({"bailian-coder": 40, "toolagent": 48, "long-context": 24, "claude-code": 4},
                               "workload -> first guess of the anchor (requests/min/instance) the probe ladders from")
-    minutes: float = param(3, "measured window of the agent workload (3 min: 8 seeds fit the budget)")
+    minutes: float = param(2, "measured window of the agent workload (2 min: 8 seeds fit the make-figures budget)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 
