@@ -6,9 +6,8 @@ import pandas as pd
 import pytest
 
 from smetric.experiments import main_results as mr
-from smetric.experiments.claims import VERDICTS, record_claims
+from smetric.experiments.claims import VERDICTS, paper_claims, record_claims
 from smetric.experiments.verdicts import gain_interval, parse_values, row_verdict
-from smetric.experiments.claims import paper_claims
 
 TINY = dict(minutes=1.0, jobs=1)
 
@@ -104,7 +103,8 @@ def test_claims_verdicts_are_the_rules_and_the_text_quotes_the_frame(tmp_path):
     assert [r["claim_id"] for r in rows] == ["C12_gain_vs_load", "C13_peak_30b", "C13_peak_235b"]
     paper = paper_claims()
     for row in rows:
-        full = {**row, "paper_value": paper.loc[row["claim_id"], "paper_value"], "unit": paper.loc[row["claim_id"], "unit"]}
+        cid = row["claim_id"]
+        full = {**row, "paper_value": paper.loc[cid, "paper_value"], "unit": paper.loc[cid, "unit"]}
         assert row["verdict"] == row_verdict(pd.Series(full))
     c12 = rows[0]
     levels = mr.paper_load_gains(df[df["testbed"] == "30b"])

@@ -197,7 +197,8 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
     out = pd.concat([screen, main], ignore_index=True)
     out["screen_seed"] = out["seed"].isin(list(screen_seeds))
     keep = {(*panel[:2], p) for panel, names in kept.items() for p in names}
-    out["kept"] = [p == "smetric" or (t, w, p) in keep for t, w, p in zip(out["testbed"], out["workload"], out["policy"])]
+    out["kept"] = [p == "smetric" or (t, w, p) in keep
+                   for t, w, p in zip(out["testbed"], out["workload"], out["policy"])]
     return out.sort_values([*_PANEL, "rpm_per_instance", "policy", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -480,7 +481,7 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
                                 textcoords="offset points", fontsize=7, color="0.35", rotation=90, va="top")
             ax.set(xlabel="offered load (requests / min / instance)", ylabel="goodput (k tokens/s within SLO)",
                    ylim=(0, None), title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
-    handles, labels = {}, {}
+    handles = {}
     for ax in axes.flat:
         if ax.get_legend() is not None:
             for h, lab in zip(*ax.get_legend_handles_labels()):

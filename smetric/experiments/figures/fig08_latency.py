@@ -18,7 +18,8 @@ class Params(FigureParams):
     testbed: str = param("30b", "paper testbed")
     workload: str = param("bailian-coder", "workload (a preset or trace name)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replacing workload (offered_point trace)")
-    rpm_per_instance: float = param(48, "offered load in requests/min/instance (30B: the best baselines still meet SLO)")
+    rpm_per_instance: float = param(48, "offered load in requests/min/instance "
+                                        "(30B: the best baselines still meet SLO)")
     minutes: float = param(10, "measured window of the workload")
     n_instances: int | None = param(None, "instances (None: the paper's size)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
