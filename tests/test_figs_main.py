@@ -144,7 +144,7 @@ def test_split_choice_ignores_smetric_and_uses_baseline_goodput(tmp_path):
     table = choice.table.set_index("split")
     assert table.loc["28P+4D", "gain_mean"] > 0.4 and table.loc["20P+12D", "best_baseline"] == "lmetric"
     row = mr.pd_claims(df)[0]
-    assert "20P+12D" in row["reproduced"] and "28P+4D" in row["reason"]
+    assert "20P+12D" in row["reproduced"] and "the prefill-TPS rule picks 28P+4D" in row["reason"]
     assert row["gain_mean"] == f"{table.loc['20P+12D', 'gain_mean']:+.4f}"
     assert record_claims("fig07", [row], outdir=tmp_path)["verdict"].iloc[0] == table.loc["20P+12D", "verdict"]
 

@@ -19,7 +19,7 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "workload (a preset or trace name)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replacing workload (offered_point trace)")
     splits: tuple[tuple[int, int], ...] = param(((20, 12), (24, 8), (28, 4)), "prefill, decode instances per split")
-    loads: tuple[float, ...] = param((6, 12, 18, 24, 30, 36), "offered loads in requests/min/instance")
+    loads: tuple[float, ...] = param((12, 18, 24, 30, 36, 42), "offered loads in requests/min/instance")
     minutes: float = param(6, "window of the workload (shortened to fit the budget)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
@@ -51,7 +51,8 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def findings(df: pd.DataFrame) -> str:
     choice = mr.split_table(df)
-    return f"Rule: {choice.rule}\nChosen: {choice.chosen}\n\n" + choice.table.to_string(index=False, **_FMT)
+    return (f"Rule: {choice.rule}\nChosen: {choice.chosen} (the prefill-TPS rule picks "
+            f"{mr.split_table(df, 'prefill_tps').chosen})\n\n" + choice.table.to_string(index=False, **_FMT))
 
 
 claims = mr.pd_claims
