@@ -14,21 +14,23 @@
 # ---
 
 # %% [markdown]
-# # Figure 7: prefill TPS vs load under PD disaggregation
+# # Figure 7: prefill TPS vs load under PD disaggregation, over PD splits
 #
-# The 30B testbed split into 24 prefill and 8 decode instances (H20, provisioned global store): policies route to the prefill instances, prefilled requests go to the decode instance with the fewest in flight. Prefill TPS = prompt tokens per second of requests whose first token met the TTFT SLO (`summary()['prefill_tps']`). The split: at the 30B anchor load 20P+12D starves the prefill pool (TTFT p50 ~10 s) and 28P+4D the decode pool (~12 agent contexts of KV per decode instance, TPOT p50 ~8 s); 24P+8D keeps both just below saturation. SMETRIC against the baselines the paper's notes name (LMetric, BAILIAN, Dynamo, session-sticky, load-balance only) plus Mooncake's scheduler. Paper: prefill TPS +2-34 % (v1 abstract), peak +9 % (v2 abstract).
+# The 30B testbed (32 H20, provisioned global store, testbed defaults: closed replay, `lmcache-mooncake` connector, reply KV cached) split into prefill and decode pools: policies route to the prefill instances, prefilled requests go to the decode instance with the fewest in flight. Prefill TPS = prompt tokens per second of requests whose first token met the TTFT SLO (`summary()['prefill_tps']`). SMETRIC against the baselines the paper's notes name (LMetric, BAILIAN, Dynamo, session-sticky, load-balance only) plus Mooncake's scheduler, on `workload` (default `bailian-coder`) or a timestamped `trace`. Paper: prefill TPS +2-34 % (v1 abstract), peak +9 % (v2 abstract; judged).
 #
-# Loads use the colocated 30B anchor, so the axes match Figure 6 (requests per minute per instance, counting prefill and decode instances).
+# **Splits swept, not picked.** The result depends on the split, so every split of `splits` (20P+12D, 24P+8D, 28P+4D) is run with all seeds and the gain reported per split (`fig07_pd_disaggregation_splits.csv`). The split of the claim is chosen by a rule stated before looking at SMETRIC (`robustness.choose_setup`, SMETRIC's rows dropped): **the split whose best baseline has the highest seed-mean peak goodput**. Goodput, not prefill TPS, because prefill TPS ignores TPOT: a split that starves the decode pool can still show a high prefill TPS (the findings print which split the prefill-TPS rule picks; on the earlier model it was 28P+4D). C14 = each seed's own peak prefill TPS over the loads, paired per seed against the best baseline (by mean peak), 95 % t-interval. Budget: 6-minute windows.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
 # Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 policies: list = None  # routers compared (smetric and the paper's named baselines)
-multipliers: list = None  # loads in paper multipliers
-split: list = None  # prefill, decode instances
-minutes: float = None  # measured window of the agent workload
-seeds: list = None  # workload seeds
+workload: str = None  # workload (a preset or trace name)
+trace: str = None  # a timestamped trace file or catalog name replacing workload (offered_point trace)
+splits: list = None  # prefill, decode instances per split
+loads: list = None  # offered loads in requests/min/instance
+minutes: float = None  # window of the workload (shortened to fit the budget)
+seeds: list = None  # workload seeds (paired statistics)
 warmup_frac: float = None  # share of the arrival span simulated but not measured
 
 # %%
@@ -37,8 +39,8 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig07_pd_disaggregation as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, policies=policies, multipliers=multipliers, split=split, minutes=minutes,
-                              seeds=seeds, warmup_frac=warmup_frac)
+params = figure.Params.preset(context.quick, policies=policies, workload=workload, trace=trace, splits=splits,
+                              loads=loads, minutes=minutes, seeds=seeds, warmup_frac=warmup_frac)
 params
 
 # %%

@@ -16,7 +16,9 @@
 # %% [markdown]
 # # Figure 8: TTFT and TPOT distributions at a high load
 #
-# CDFs of time to first token and time per output token per policy on the 30B testbed (colocated, provisioned global store) at the load where the best baseline peaks (paper 8x, see Figure 6's load axis), after the warm-up cut. Requests that never produced a first token are left out of the TTFT CDF and counted as `n_unfinished`. Paper: "also with a better per-token latency" (v1), "also with lower latency" (v2) -- qualitative.
+# CDFs of time to first token and time per output token per policy on the 30B testbed (colocated, provisioned global store, testbed defaults: closed replay, `lmcache-mooncake` connector, reply KV cached) at one high offered load (48 requests/min/instance: the best baselines of Figure 6 still meet the SLO there, the knee is at ~51-57), on `workload` (default `bailian-coder`) or a timestamped `trace`. Requests that never produced a first token are left out of the TTFT CDF and counted as `n_unfinished`. Paper: "also with a better per-token latency" (v1), "also with lower latency" (v2).
+#
+# **C16 "no regression"** is judged as an upper bound 0 on SMETRIC's relative TPOT p50 change vs the best baseline (the baseline with the highest seed-mean goodput at this load, chosen once), paired per seed, 95 % t-interval: reproduced when the whole interval is <= 0, contradicted when it is all > 0, tie when it straddles 0. The TTFT p50 change is reported beside it.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -24,10 +26,12 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 policies: list = None  # routers compared
 testbed: str = None  # paper testbed
-multiplier: float = None  # load in paper multipliers (8x is the best baseline's peak)
-minutes: float = None  # measured window of the agent workload
+workload: str = None  # workload (a preset or trace name)
+trace: str = None  # a timestamped trace file or catalog name replacing workload (offered_point trace)
+rpm_per_instance: float = None  # offered load in requests/min/instance (30B: the best baselines still meet SLO)
+minutes: float = None  # measured window of the workload
 n_instances: int = None  # instances (None: the paper's size)
-seeds: list = None  # workload seeds; quantile functions are averaged over seeds
+seeds: list = None  # workload seeds (paired statistics)
 warmup_frac: float = None  # share of the arrival span simulated but not measured
 
 # %%
@@ -36,9 +40,9 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig08_latency as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, policies=policies, testbed=testbed, multiplier=multiplier, minutes=minutes,
-                              n_instances=n_instances, seeds=seeds,
-                              warmup_frac=warmup_frac)
+params = figure.Params.preset(context.quick, policies=policies, testbed=testbed, workload=workload, trace=trace,
+                              rpm_per_instance=rpm_per_instance, minutes=minutes, n_instances=n_instances,
+                              seeds=seeds, warmup_frac=warmup_frac)
 params
 
 # %%

@@ -54,8 +54,8 @@ def test_preset_overrides_keep_none_and_freeze_lists():
     module = figure_module("fig02")
     p = module.Params.preset(True, rpm_per_instance=[3, 5], seeds=None)
     assert p.rpm_per_instance == (3, 5) and p.seeds == module.Params.quick().seeds
-    from_cli = figure_module("fig06").Params.preset(True, seeds="[0, 1]", model="qwen3-235b-a22b", load_max="16")
-    assert from_cli.seeds == (0, 1) and from_cli.model == "qwen3-235b-a22b" and from_cli.load_max == 16
+    from_cli = figure_module("fig06").Params.preset(True, seeds="[0, 1]", model="qwen3-235b-a22b", n_keep="3")
+    assert from_cli.seeds == (0, 1) and from_cli.model == "qwen3-235b-a22b" and from_cli.n_keep == 3
     with pytest.raises(ValueError, match="needs a literal"):
         module.Params.preset(False, seeds="zero")
     with pytest.raises(ValueError, match="unknown parameter"):

@@ -17,43 +17,68 @@ _FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
 class Params(FigureParams):
     testbeds: tuple[str, ...] = param(("30b", "235b"), "paper testbeds to run")
     model: str | None = param(None, "a model name or testbed key (e.g. qwen3-235b-a22b) selects one testbed")
-    load_max: float = param(12, "highest load, in paper multipliers (8x is the best baseline's peak)")
-    policies: tuple[str, ...] = param(("smetric", *BASELINES), "routers compared (smetric and every baseline)")
-    minutes: dict = param({"30b": 10, "235b": 20}, "measured window of the agent workload per testbed")
+    workload: str = param("bailian-coder", "workload of the first row and of the claims (a preset or trace name)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replacing workload (offered_point trace)")
+    loads: dict = param({"30b": (36, 42, 48, 51, 54, 57, 60, 64, 68), "235b": (24, 28, 32, 36, 39, 42, 45, 48, 52)},
+                        "offered loads per testbed in requests/min/instance (bracketing the knee)")
+    second_workload: str | None = param("claude-code", "workload of the second row (None: no second row)")
+    second_loads: dict = param({"30b": (0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5), "235b": (0.5, 1, 1.5, 2, 2.5, 3, 4)},
+                               "offered loads of the second row per testbed")
+    policies: tuple[str, ...] = param(("smetric", *BASELINES), "routers: smetric and the baselines screened")
+    screen_seeds: tuple[int, ...] = param((0, 1), "seeds on which every baseline is run for the screening")
+    n_keep: int = param(4, "baselines kept per testbed and workload (top screening peak goodput)")
+    seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds of the comparison (paired statistics)")
+    minutes: dict = param({"30b": 6, "235b": 10},
+                          "window of the workload per testbed (30B shortened to fit the budget)")
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed (the paper's 32 and 8)")
-    multipliers: tuple[float, ...] | None = param(None, "loads in paper multipliers (None: every even one "
-                                                                "from 2 and 6-11, up to load_max)")
-    seeds: tuple[int, ...] = param((0, 1, 2, 3), "workload seeds (figures and tables use their mean)")
+    sensitivity: dict = param({"workload long-context": (15, 18, 21), "replay open": (51, 54, 57),
+                               "kv_connector ideal": (51, 54, 57)},
+                              "C13 sensitivity rows on 30B (one change from the defaults) and their loads near "
+                              "the peak")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(policies=("smetric", "lmetric", "least-load", "dynamo"), minutes={"30b": 1.5, "235b": 3},
-                   n_instances={"30b": 8, "235b": 4}, multipliers=(6, 8, 9, 10), seeds=(0,))
+        return cls(loads={"30b": (40, 50, 60), "235b": (30, 40, 50)}, second_loads={"30b": (1, 2), "235b": (1, 2)},
+                   policies=("smetric", "lmetric", "least-load", "dynamo"), screen_seeds=(0,), n_keep=2, seeds=(0, 1),
+                   minutes={"30b": 1.5, "235b": 3}, n_instances={"30b": 8, "235b": 4},
+                   sensitivity={"replay open": (50,), "kv_connector ideal": (50,)})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mr.tps_vs_load(testbeds=mr.select_testbeds(p.testbeds, p.model), policies=p.policies,
-                          multipliers=p.multipliers, load_max=p.load_max, minutes=p.minutes,
-                          n_instances=p.n_instances, seeds=p.seeds, warmup_frac=p.warmup_frac, jobs=jobs)
+    return mr.tps_vs_load(testbeds=mr.select_testbeds(p.testbeds, p.model), workload=p.workload, trace=p.trace,
+                          loads=p.loads, second_workload=p.second_workload, second_loads=p.second_loads,
+                          policies=p.policies, screen_seeds=p.screen_seeds, n_keep=p.n_keep, seeds=p.seeds,
+                          minutes=p.minutes, n_instances=p.n_instances, sensitivity=p.sensitivity,
+                          warmup_frac=p.warmup_frac, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return df[["testbed", "policy", "multiplier", "rpm_per_instance", "goodput_tps", "slo_attainment", "hit_ratio",
-               "hit_ratio_hbm"]].head()
+    return df[["testbed", "workload", "variant", "policy", "rpm_per_instance", "seed", "goodput_tps",
+               "slo_attainment", "hit_ratio_hbm"]].head()
 
 
 def plot(df: pd.DataFrame):
-    return mr.plot_vs_load(df, title="Goodput vs load, PD colocated with a provisioned global store")
+    return mr.plot_vs_load(df, title="Goodput vs offered load, PD colocated with a provisioned global store")
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"fig06_tps_vs_load_peaks": mr.peak_table(df)}
+    default = df[df["variant"] == mr.DEFAULT]
+    return {"fig06_tps_vs_load_screening": mr.screening_table(df),
+            "fig06_tps_vs_load_levels": mr.paper_load_gains(df),
+            "fig06_tps_vs_load_peaks": mr.peak_gains(default[default["kept"]]),
+            "fig06_tps_vs_load_sensitivity": mr.sensitivity_table(df)}
 
 
 def findings(df: pd.DataFrame) -> str:
-    return (mr.peak_table(df).to_string(index=False, **_FMT) + "\n\n"
-            + mr.gains_at_paper_loads(df).to_string(index=False, **_FMT) + "\n")
+    parts = [("Baseline screening (every baseline on the screening seeds; kept = top n_keep by peak goodput)",
+              mr.screening_table(df)),
+             ("Anchor: the best baseline's seed-mean peak = paper 8x", mr.anchor_table(df)),
+             ("Paired gains at the paper's load levels", mr.paper_load_gains(df)),
+             ("Paired per-seed peak gains", mr.peak_gains(df[df["variant"] == mr.DEFAULT])),
+             ("C13 sensitivity on 30B (one change each; the verdict of C13 comes from the default row)",
+              mr.sensitivity_table(df))]
+    return "\n\n".join(f"{title}:\n{table.to_string(index=False, **_FMT)}" for title, table in parts if not table.empty)
 
 
 claims = mr.main_result_claims

@@ -1,4 +1,4 @@
-"""Figure 7: prefill TPS vs load under PD disaggregation (claim C14)."""
+"""Figure 7: prefill TPS vs load under PD disaggregation, over a sweep of PD splits (claim C14)."""
 
 from __future__ import annotations
 
@@ -9,40 +9,50 @@ import pandas as pd
 from .. import main_results as mr
 from ..figure import FigureParams, param
 
+_FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
+
 
 @dataclass(frozen=True)
 class Params(FigureParams):
     policies: tuple[str, ...] = param(("smetric", *mr.MAIN_BASELINES),
                                       "routers compared (smetric and the paper's named baselines)")
-    multipliers: tuple[float, ...] = param((2, 3, 4, 5, 6, 7, 8, 9, 10), "loads in paper multipliers")
-    split: tuple[int, int] = param((24, 8), "prefill, decode instances")
-    minutes: float = param(10, "measured window of the agent workload")
-    seeds: tuple[int, ...] = param((0, 1, 2, 3), "workload seeds")
+    workload: str = param("bailian-coder", "workload (a preset or trace name)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replacing workload (offered_point trace)")
+    splits: tuple[tuple[int, int], ...] = param(((20, 12), (24, 8), (28, 4)), "prefill, decode instances per split")
+    loads: tuple[float, ...] = param((12, 18, 24, 30, 36, 42), "offered loads in requests/min/instance")
+    minutes: float = param(6, "window of the workload (shortened to fit the budget)")
+    seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(policies=("smetric", "lmetric", "least-load"), multipliers=(4, 6), minutes=1.5, seeds=(0,))
+        return cls(policies=("smetric", "lmetric", "least-load"), splits=((6, 2), (5, 3)), loads=(12, 24), minutes=1.5,
+                   seeds=(0, 1))
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mr.pd_prefill_vs_load(policies=p.policies, multipliers=p.multipliers, split=tuple(p.split),
-                                 minutes=p.minutes, seeds=p.seeds, warmup_frac=p.warmup_frac, jobs=jobs)
+    return mr.pd_prefill_vs_load(policies=p.policies, splits=p.splits, loads=p.loads, seeds=p.seeds,
+                                 minutes=p.minutes, workload=p.workload, trace=p.trace, warmup_frac=p.warmup_frac,
+                                 jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return df[["policy", "multiplier", "rpm_per_instance", "prefill_tps", "goodput_tps", "ttft_p50",
-               "hit_ratio_hbm"]].head()
+    return df[["split", "policy", "rpm_per_instance", "seed", "prefill_tps", "goodput_tps", "ttft_p50",
+               "tpot_p50"]].head()
 
 
 def plot(df: pd.DataFrame):
-    return mr.plot_vs_load(df, metric="prefill_tps", ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
-                           title=f"Prefill TPS vs load, PD disaggregated {mr.split_label(df)}")
+    return mr.plot_splits(df, mr.split_table(df).chosen, title="Prefill TPS vs load, PD disaggregated (30B)")
+
+
+def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {"fig07_pd_disaggregation_splits": mr.split_table(df).table}
 
 
 def findings(df: pd.DataFrame) -> str:
-    return mr.peak_table(df, "prefill_tps").to_string(
-        index=False, float_format=lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}")
+    choice = mr.split_table(df)
+    return (f"Rule: {choice.rule}\nChosen: {choice.chosen} (the prefill-TPS rule picks "
+            f"{mr.split_table(df, 'prefill_tps').chosen})\n\n" + choice.table.to_string(index=False, **_FMT))
 
 
 claims = mr.pd_claims
