@@ -20,7 +20,7 @@
 #
 # **Load axis and the paper's levels.** Offered load is requests per minute per instance (the session arrival rate; in closed replay the rate of the schedule sessions were generated with). The paper's multipliers are anchored in this run, not hard-coded: **8x = the load at which the best baseline's seed-mean goodput peaks on this grid**; level x is read at the grid load nearest x/8 of it, past saturation = 10x (dotted lines).
 #
-# **Statistics, fixed before looking at SMETRIC.** Screening: every baseline on `screen_seeds`, per testbed and workload the `n_keep` with the highest peak (over loads) of their goodput averaged over those seeds are kept (SMETRIC is not run in the screening; the table is saved as `fig06_tps_vs_load_screening.csv`). Then SMETRIC and the kept baselines on all `seeds`. Gains are paired per seed, the best baseline chosen once per load (C12) or per peak (C13) by its mean; C13 uses each seed's own peak over the grid; 95 % paired t-interval; verdicts by the rules of `smetric.experiments.verdicts`. Sensitivity (C13, 30B, one change each, loads near each variant's peak): the earlier `long-context` workload, open replay, the `ideal` KV connector; the claim's verdict comes from the default setup. Budget: the 30B window is 6 minutes (shortened before cutting seeds).
+# **Statistics, fixed before looking at SMETRIC.** Screening: every baseline on `screen_seeds`, per testbed and workload the `n_keep` with the highest peak (over loads) of their goodput averaged over those seeds are kept (SMETRIC is not run in the screening; the table is saved as `fig06_tps_vs_load_screening.csv`). Then SMETRIC and the kept baselines on all `seeds`. Gains are paired per seed, the best baseline chosen once per load (C12) or per peak (C13) by its mean; C13 uses each seed's own peak over the grid; 95 % paired t-interval; verdicts by the rules of `smetric.experiments.verdicts`. Sensitivity (C13, 30B, one change each, loads near each variant's peak): the earlier `long-context` workload, open replay, the `ideal` KV connector; the claim's verdict comes from the default setup. Budget: the windows are 4 minutes (30B) and 7 minutes (235B), shortened before cutting seeds.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -37,7 +37,7 @@ policies: list = None  # routers: smetric and the baselines screened
 screen_seeds: list = None  # seeds on which every baseline is run for the screening
 n_keep: int = None  # baselines kept per testbed and workload (top screening peak goodput)
 seeds: list = None  # workload seeds of the comparison (paired statistics)
-minutes: dict = None  # window of the workload per testbed (30B shortened to fit the budget)
+minutes: dict = None  # window of the workload per testbed (both shortened to fit the budget)
 n_instances: dict = None  # instances per testbed (the paper's 32 and 8)
 sensitivity: dict = None  # C13 sensitivity rows on 30B (one change from the defaults) and their loads near the peak
 warmup_frac: float = None  # share of the arrival span simulated but not measured

@@ -28,8 +28,8 @@ class Params(FigureParams):
     screen_seeds: tuple[int, ...] = param((0, 1), "seeds on which every baseline is run for the screening")
     n_keep: int = param(4, "baselines kept per testbed and workload (top screening peak goodput)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds of the comparison (paired statistics)")
-    minutes: dict = param({"30b": 6, "235b": 10},
-                          "window of the workload per testbed (30B shortened to fit the budget)")
+    minutes: dict = param({"30b": 4, "235b": 7},
+                          "window of the workload per testbed (both shortened to fit the budget)")
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed (the paper's 32 and 8)")
     sensitivity: dict = param({"workload long-context": (15, 18, 21), "replay open": (51, 54, 57),
                                "kv_connector ideal": (51, 54, 57)},

@@ -19,8 +19,8 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "workload (a preset or trace name)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replacing workload (offered_point trace)")
     splits: tuple[tuple[int, int], ...] = param(((20, 12), (24, 8), (28, 4)), "prefill, decode instances per split")
-    loads: tuple[float, ...] = param((12, 18, 24, 30, 36, 42), "offered loads in requests/min/instance")
-    minutes: float = param(6, "window of the workload (shortened to fit the budget)")
+    loads: tuple[float, ...] = param((12, 18, 24, 30, 36), "offered loads in requests/min/instance")
+    minutes: float = param(4, "window of the workload (shortened to fit the budget)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 

@@ -34,9 +34,9 @@ class Params(FigureParams):
                               "store": ("under-provisioned",), "replay": ("open",)},
                              "axis -> values varied one at a time around the default variant")
     under_provisioned: str = param("25:6", "the under-provisioned store, per instance: capacity GB and GB/s")
-    policies: tuple[str, ...] = param(("smetric", "lmetric", "least-load", "dynamo"),
-                                      "smetric and the screened baselines (fig06's best three)")
-    split: tuple[int, int] = param(mr.PD_SPLIT, "prefill, decode instances of C14 (figmain's split)")
+    policies: tuple[str, ...] = param(("smetric", "lmetric", "least-load"),
+                                      "smetric and the strongest baselines (LMetric, least-load: the budget)")
+    split: tuple[int, int] = param((20, 12), "prefill, decode instances of C14 (the split fig07's rule chose)")
     n_instances: int = param(32, "instances of the 30B testbed")
     multipliers: tuple[float, ...] = param((6, 8, 9, 10, 12), "loads in paper multipliers of the anchor (8x)")
     probe_start: dict = param({"bailian-coder": 40, "toolagent": 48, "long-context": 24, "claude-code": 4},
