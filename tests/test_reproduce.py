@@ -45,6 +45,7 @@ def test_reproduce_runs_reports_failures_and_passes_parameters(tmp_path):
 
 def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
     monkeypatch.delenv("SMETRIC_ROOT", raising=False)
+    monkeypatch.delenv("SMETRIC_QUICK", raising=False)  # make test sets it
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
     _notebook(nbdir / "fig90_ok.ipynb", "pass")
@@ -53,7 +54,8 @@ def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
     assert "SMETRIC_ROOT" not in os.environ and "SMETRIC_QUICK" not in os.environ
 
 
-def test_full_run_writes_back_without_volatile_metadata(tmp_path):
+def test_full_run_writes_back_without_volatile_metadata(tmp_path, monkeypatch):
+    monkeypatch.delenv("SMETRIC_QUICK", raising=False)  # a full run: make test sets quick mode
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
     _notebook(nbdir / "fig90_ok.ipynb", "import sys, warnings\nprint('result', scale)\nwarnings.warn('at /some/path')")
