@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Row:
-    """One measured number; ``target`` is ``"<= x"``, ``">= x"`` or ``"report"`` (no target)."""
+    """One measured number; ``target`` is ``"<= x"``, ``">= x"`` (a note may follow) or ``"report"`` (no target)."""
 
     group: str
     metric: str
@@ -23,7 +23,7 @@ class Row:
         """``ok`` / ``MISSED`` against the target, or empty when there is none."""
         if self.target == "report":
             return ""
-        op, bound = self.target.split()
+        op, bound = self.target.split()[:2]
         ok = self.value <= float(bound) if op == "<=" else self.value >= float(bound)
         return "ok" if ok else "MISSED"
 
