@@ -115,18 +115,27 @@ class SimResult:
         """First arrival to last finish (s); nan when nothing completed."""
         return _span(self.requests)
 
+    def warmup_end(self, frac: float) -> float:
+        """The warm-up cut: the scheduled time ``frac`` of the way through the scheduled arrival span (pass
+        it as ``since``). Scheduled, not realised, times: in closed replay a follow-up arrives later when its
+        parent finishes late, and a cut on those delayed arrivals would move with the load."""
+        scheduled = self.requests["scheduled"]
+        return float(scheduled.min() + frac * (scheduled.max() - scheduled.min()))
+
+    def measured(self, since: float | None = None) -> pd.DataFrame:
+        """The requests :meth:`summary` measures: those scheduled at or after ``since`` (all when None)."""
+        rq = self.requests
+        return rq if since is None else rq[rq["scheduled"] >= since]
+
     def summary(self, since: float | None = None) -> dict:
         """Headline metrics as a flat dict of floats/ints (see the module docstring).
 
-        ``since`` (s, simulated time) measures only requests *scheduled* at or after it (their trace time;
-        in closed replay a follow-up arrives later when its parent finishes late, and a cut on those
-        delayed arrivals would move with the load) — a warm-up cut for runs that start with cold caches;
+        ``since`` (s, simulated time, e.g. :meth:`warmup_end`) measures only the requests :meth:`measured`
+        returns, those *scheduled* at or after it -- a warm-up cut for runs that start with cold caches;
         rates then divide by the measured requests' first arrival → last finish.
         Instance-level metrics (imbalance, global-store bytes) always cover the whole run.
         """
-        rq = self.requests
-        if since is not None:
-            rq = rq[rq["scheduled"] >= since]
+        rq = self.measured(since)
         done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
         admitted = rq["admit"].notna()
         window = self.window if since is None else _span(rq)

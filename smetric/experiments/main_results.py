@@ -347,10 +347,9 @@ def _latency_point(policy: str, seed: int, *, workloads: dict, cluster, warmup_f
     from ..cluster.simulate import simulate
 
     result = simulate(workloads[seed], cluster, policy, load=1.0, seed=seed, progress=False)
-    rq = result.requests
-    since = rq["scheduled"].min() + warmup_frac * (rq["scheduled"].max() - rq["scheduled"].min())
-    rq = rq[rq["scheduled"] >= since]  # the window of summary(since=): scheduled times
-    summary = result.summary(since=float(since))
+    since = result.warmup_end(warmup_frac)
+    rq = result.measured(since)
+    summary = result.summary(since=since)
     ttft = rq["ttft"].dropna().to_numpy()
     tpot = rq.loc[rq["finish"].notna() & (rq["output_len"] > 1), "tpot"].to_numpy()
     parts = []

@@ -361,9 +361,8 @@ def _imbalance_point(policy: str, seed: int, *, rpm_per_instance: float, testbed
                               reference_rpm=rpm_per_instance)
     cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
     result = simulate(load, cluster, policy, load=1.0, seed=seed, progress=False, n_samples=n_samples)
-    arrivals = result.requests["scheduled"]
-    start = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min()))
-    end = float(arrivals.max())  # after the last scheduled arrival the cluster only drains
+    start = result.warmup_end(warmup_frac)
+    end = float(result.requests["scheduled"].max())  # after the last scheduled arrival the cluster only drains
     ts = result.timeseries
     ts = ts[(ts["time"] >= start) & (ts["time"] < end)]
     window = ((ts["time"] - start) // window_s).astype(int)

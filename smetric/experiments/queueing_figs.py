@@ -73,7 +73,7 @@ def _queue_point(rpm: float, router: str, queue: str, seed: int, *, testbed: str
     t0, t1 = float(served.arrival.min()), float(served.arrival.max())
     since = t0 + warmup_frac * (t1 - t0)
     summary = result.summary(since=since)
-    rq = result.requests[result.requests["scheduled"] >= since]  # the window of summary(since=)
+    rq = result.measured(since)
     wait = (rq["admit"] - rq["arrival"]).to_numpy()
     admitted = ~np.isnan(wait)
     est = gpu_time(rq, cluster.hardware_spec().coef_array)

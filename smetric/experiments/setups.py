@@ -204,9 +204,7 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
     result = simulate(workload, cluster, policy, merged or None, load=load, seed=seed, progress=False)
-    scheduled = result.requests["scheduled"]  # trace times: the cut does not move with closed replay's delays
-    since = float(scheduled.min() + warmup_frac * (scheduled.max() - scheduled.min())) if warmup_frac else None
-    summary = result.summary(since=since)
+    summary = result.summary(since=result.warmup_end(warmup_frac) if warmup_frac else None)
     summary.pop("wall_time_s")  # a timing, not a result: figure CSVs stay byte-identical across runs
     return summary
 

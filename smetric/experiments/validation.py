@@ -81,10 +81,9 @@ def _measure(workload, cluster, policy: str, seed: int, warmup_frac: float) -> d
     from ..cluster.simulate import simulate
 
     result = simulate(workload, cluster, policy, load=1.0, seed=seed, progress=False)
-    arrivals = result.requests["scheduled"]  # the warm-up cut of run_point and summary(since=)
-    since = float(arrivals.min() + warmup_frac * (arrivals.max() - arrivals.min()))
+    since = result.warmup_end(warmup_frac)
     summary = result.summary(since=since)
-    rq = result.requests[arrivals >= since]
+    rq = result.measured(since)
     return {**{k: summary[k] for k in _METRICS}, "ttft_miss": float((~rq["ttft_ok"]).mean()),
             "tpot_miss": float((~rq["tpot_ok"]).mean()), "running_mean": float(result.timeseries["running"].mean())}
 
