@@ -20,6 +20,8 @@
 #
 # **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.experiments.setups`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
 #
+# **Second row: the real agent trace.** The same experiment on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 0.5-2.5 requests/min/instance: its prompts average ~122k tokens, so its knee lies near 1-2 requests/min/instance, not near 50. Its windows are 10 minutes (few requests per minute). The claims are judged on the main row; `figures/fig02_no_global_tier_second_row_claims.csv` applies the same rules to the trace (parameter `second_row`, `{}` for none).
+#
 # **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
@@ -36,6 +38,7 @@ warmup_frac: float = None  # share of the arrival span simulated but not measure
 replay: str = None  # closed: a follow-up waits for its parent's response (default); open: trace replay
 rpm_per_instance: list = None  # offered loads (requests / min / instance) bracketing the knee
 policies: list = None  # routers compared
+second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace at loads around its knee ({} for none)
 
 # %%
 from smetric.context import run_context
@@ -45,7 +48,7 @@ from smetric.experiments.figures import fig02_no_global_tier as figure
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seeds=seeds,
                               workload=workload, trace=trace, warmup_frac=warmup_frac, replay=replay,
-                              rpm_per_instance=rpm_per_instance, policies=policies)
+                              rpm_per_instance=rpm_per_instance, policies=policies, second_row=second_row)
 params
 
 # %%

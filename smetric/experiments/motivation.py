@@ -130,23 +130,26 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
-    """Reuse ratio and goodput vs offered load, one line per policy; returns the Figure."""
-    import matplotlib.pyplot as plt
+    """Reuse ratio and goodput vs offered load, one line per policy, one row per workload; returns the Figure."""
     import seaborn as sns
 
     from ..plotting import legend_below, set_style
+    from .workload_rows import row_grid
 
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, rows = row_grid(data, 2, width=11, height=4.2)
     kw = dict(x="rpm_per_instance", hue="scheduler", style="scheduler", markers=True, dashes=False)
-    sns.lineplot(data, y="hit_ratio", ax=axes[0], **kw)
-    axes[0].set(xlabel=RPM_LABEL, ylabel="reuse ratio (prompt tokens from HBM)", ylim=(0, 1),
-                title="KV reuse without a global tier\n(paper: BAILIAN 74 %, LMetric 45 %)")
-    sns.lineplot(data, y="goodput_ktps", ax=axes[1], legend=False, **kw)
-    axes[1].set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
-                title="TPS within SLO without a global tier\n(paper: LMetric -36 % vs BAILIAN)")
-    legend_below(fig, axes[0], bottom=0.07)
+    for i, (workload, sub, axes) in enumerate(rows):
+        sns.lineplot(sub, y="hit_ratio", ax=axes[0], legend=i == 0, **kw)
+        sns.lineplot(sub, y="goodput_ktps", ax=axes[1], legend=False, **kw)
+        axes[0].set(xlabel=RPM_LABEL, ylabel="reuse ratio (prompt tokens from HBM)", ylim=(0, 1),
+                    title=f"{workload}: KV reuse without a global tier".lstrip(": ")
+                    + ("\n(paper: BAILIAN 74 %, LMetric 45 %)" if i == 0 else ""))
+        axes[1].set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
+                    title=f"{workload}: TPS within SLO without a global tier".lstrip(": ")
+                    + ("\n(paper: LMetric -36 % vs BAILIAN)" if i == 0 else ""))
+    legend_below(fig, rows[0][2][0], bottom=0.07 / len(rows))
     return fig
 
 
