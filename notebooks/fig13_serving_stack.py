@@ -28,6 +28,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbeds: list = None  # paper testbeds
 workload: str = None  # workload preset (setups.WORKLOADS)
+trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 screen_rpm: dict = None  # screen grid (requests / min / instance) per testbed: finds the best baseline's knee
 candidates: list = None  # baselines screened under the full stack
 n_baselines: int = None  # best screened baselines carried into the ladder (least-load is always carried)
@@ -45,7 +46,7 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig13_serving_stack as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, testbeds=testbeds, workload=workload, screen_rpm=screen_rpm,
+params = figure.Params.preset(context.quick, testbeds=testbeds, workload=workload, trace=trace, screen_rpm=screen_rpm,
                               candidates=candidates, n_baselines=n_baselines, past_factor=past_factor,
                               screen_seeds=screen_seeds, seeds=seeds, mechanisms=mechanisms, minutes=minutes,
                               n_instances=n_instances, warmup_frac=warmup_frac)

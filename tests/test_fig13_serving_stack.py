@@ -135,3 +135,23 @@ def test_quick_run_is_complete_and_its_screen_agrees_with_the_ladder():
     assert sm["lmcache-mooncake-slow"] != sm["ideal"]
     fig = fig13.plot(df)
     assert len(fig.axes[0].get_yticklabels()) == len(p.mechanisms)
+
+
+def test_a_trace_file_replaces_the_workload(tmp_path):
+    """``trace=PATH``: the screen replays the file at the offered rate, as ``offered_point(trace=PATH)`` does."""
+    from smetric.experiments.setups import offered_point
+    from smetric.workload.synthetic import synth_agent_workload
+    from smetric.workload.writers import write_trace
+
+    path = write_trace(synth_agent_workload(duration=900.0, warmup=3600.0, seed=5, preset="bailian-coder",
+                                            requests_per_minute=150.0), tmp_path / "coder.jsonl", "bailian")
+    p = fig13.Params.quick()
+    small = {"screen_rpm": {"30b": (36.0,)}, "mechanisms": ("ideal",), "minutes": {"30b": 2.0}}
+    df = fig13.compute(fig13.Params(**{**p.as_dict(), **small, "trace": str(path)}), jobs=1)
+    screen = df[df["stage"] == "screen"]
+    direct = offered_point(36.0, "least-load", n_instances=4, minutes=2.0, trace=str(path),
+                           cluster_overrides=ss.mechanism_overrides("full (lmcache-mooncake)", 1))
+    assert set(screen["n_requests"]) == {direct["n_requests"]}
+    assert screen.loc[screen["policy"] == "least-load", "goodput_tps"].tolist() == [direct["goodput_tps"]]
+    preset = fig13.compute(fig13.Params(**{**p.as_dict(), **small}), jobs=1)
+    assert not preset["n_requests"].equals(df["n_requests"])

@@ -97,15 +97,16 @@ def mechanism_overrides(mechanism: str, tp: int) -> dict:
 
 
 def _point(testbed: str, seed: int, runs: Sequence[tuple], *, n_instances: int, minutes: float,
-           warmup_frac: float, reference_rpm: float, workload: str) -> pd.DataFrame:
-    """One testbed and seed: every ``(mechanism, load, rpm, policy)`` of ``runs`` (one workload, cached)."""
+           warmup_frac: float, reference_rpm: float, workload: str, trace: str | None) -> pd.DataFrame:
+    """One testbed and seed: every ``(mechanism, load, rpm, policy)`` of ``runs`` (one workload, cached; a
+    ``trace`` file or catalog name replaces ``workload``)."""
     tp = TESTBEDS[testbed][2]
     rows = []
     for mechanism, load, rpm, policy in runs:
         summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
                                 seed=int(seed), warmup_frac=warmup_frac,
                                 cluster_overrides=mechanism_overrides(mechanism, tp),
-                                workload_overrides={"preset": workload, "reference_rpm": reference_rpm})
+                                workload_overrides={"preset": workload, "reference_rpm": reference_rpm}, trace=trace)
         rows.append({"mechanism": mechanism, "load": load, "rpm_per_instance": float(rpm), "policy": policy,
                      **{k: summary[k] for k in _OUT}})
     return pd.DataFrame(rows)
@@ -113,12 +114,12 @@ def _point(testbed: str, seed: int, runs: Sequence[tuple], *, n_instances: int, 
 
 def _run(stage: str, testbeds: Sequence[str], seeds: Sequence[int], runs: Mapping[str, list], *,
          n_instances: Mapping[str, int], minutes: Mapping[str, float], warmup_frac: float,
-         reference_rpm: Mapping[str, float], workload: str, jobs: int | None) -> pd.DataFrame:
+         reference_rpm: Mapping[str, float], workload: str, trace: str | None, jobs: int | None) -> pd.DataFrame:
     points = [{"testbed": tb, "seed": int(s), "runs": tuple(runs[tb]), "n_instances": int(n_instances[tb]),
                "minutes": float(minutes[tb]), "reference_rpm": float(reference_rpm[tb])}
               for tb in testbeds for s in seeds]
-    frame = sweep(points, _point, shared={"warmup_frac": warmup_frac, "workload": workload}, jobs=jobs,
-                  progress=False, on_error="raise")
+    frame = sweep(points, _point, shared={"warmup_frac": warmup_frac, "workload": workload, "trace": trace},
+                  jobs=jobs, progress=False, on_error="raise")
     frame = frame.drop(columns=["runs", "n_instances", "minutes", "reference_rpm"])
     frame.insert(0, "stage", stage)
     return frame
@@ -146,12 +147,13 @@ def serving_stack(*, testbeds: Sequence[str], screen_rpm: Mapping[str, Sequence[
                   candidates: Sequence[str], screen_seeds: Sequence[int], seeds: Sequence[int], n_baselines: int,
                   past_factor: float, n_instances: Mapping[str, int], minutes: Mapping[str, float],
                   warmup_frac: float, workload: str, mechanisms: Sequence[str] = MECHANISMS,
-                  jobs: int | None = None) -> pd.DataFrame:
+                  trace: str | None = None, jobs: int | None = None) -> pd.DataFrame:
     """The screen (stage ``screen``: candidates over ``screen_rpm`` under the full stack) and the ladder
     (stage ``main``: ``smetric`` and the carried baselines, every mechanism, knee and past loads).
 
     Every load of a testbed is thinned from one workload generated at ``past_factor`` times the top of
-    its screen grid (common random numbers across loads and stages).
+    its screen grid (common random numbers across loads and stages); a ``trace`` (a timestamped trace file or
+    catalog name) replaces ``workload``, replayed at each offered rate (``setups.trace_workload``).
     """
     if LOAD_ONLY not in candidates:
         raise ValueError(f"the candidates must include {LOAD_ONLY!r} (claim C9's load-only router)")
@@ -160,7 +162,7 @@ def serving_stack(*, testbeds: Sequence[str], screen_rpm: Mapping[str, Sequence[
         raise ValueError(f"unknown mechanism(s) {unknown}; known: {MECHANISMS}")
     reference = {tb: past_factor * max(screen_rpm[tb]) for tb in testbeds}
     common = {"n_instances": n_instances, "minutes": minutes, "warmup_frac": warmup_frac,
-              "reference_rpm": reference, "workload": workload, "jobs": jobs}
+              "reference_rpm": reference, "workload": workload, "trace": trace, "jobs": jobs}
     screen_runs = {tb: [("full (lmcache-mooncake)", "screen", rpm, pol) for rpm in screen_rpm[tb]
                         for pol in candidates] for tb in testbeds}
     screen = _run("screen", testbeds, screen_seeds, screen_runs, **common)

@@ -15,6 +15,8 @@ from ..figure import FigureParams, param
 class Params(FigureParams):
     testbeds: tuple[str, ...] = param(("30b", "235b"), "paper testbeds")
     workload: str = param("bailian-coder", "workload preset (setups.WORKLOADS)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
+                                    "(None: workload)")
     screen_rpm: dict = param({"30b": (42.0, 48.0, 54.0, 60.0), "235b": (30.0, 36.0, 42.0, 48.0)},
                              "screen grid (requests / min / instance) per testbed: finds the best baseline's knee")
     candidates: tuple[str, ...] = param(("lmetric", "llm-d", "sglang", "dynamo", "least-load"),
@@ -40,7 +42,8 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     return ss.serving_stack(testbeds=p.testbeds, screen_rpm=p.screen_rpm, candidates=p.candidates,
                             screen_seeds=p.screen_seeds, seeds=p.seeds, n_baselines=p.n_baselines,
                             past_factor=p.past_factor, n_instances=p.n_instances, minutes=p.minutes,
-                            warmup_frac=p.warmup_frac, workload=p.workload, mechanisms=p.mechanisms, jobs=jobs)
+                            warmup_frac=p.warmup_frac, workload=p.workload, mechanisms=p.mechanisms,
+                            trace=p.trace, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
