@@ -18,7 +18,7 @@
 #
 # How do the verdicts of C12 (SMETRIC's gain over the best baseline at 6x/8x/9x/past saturation), C13 (peak goodput gain, 30B) and C14 (peak prefill-TPS gain under PD disaggregation, 20P+12D, the split Figure 7 chooses by its stated rule) move when the uncertain model choices move? One-at-a-time variations around the testbed's model (bailian-coder workload, lmcache-mooncake connector, FA3 attention calibration, H20, provisioned global store, closed replay): each axis moved to each other value with the rest at the default -- not a full factorial. The under-provisioned store holds 25 GB of KV per instance (about a third of one H20's KV HBM) at 6 GB/s (a quarter of the provisioned 23.75 GB/s: one 50 Gb/s NIC share); an assumption, not a measured deployment.
 #
-# **Load grid, by a rule fixed before SMETRIC runs.** Capacity moves a lot with the GPU and the workload (claude-code requests are ~120k tokens), so each variant gets its own anchor: least-load alone, seed 0, on a 1.25x ladder of offered loads (three steps either side of a per-workload first guess, extended while the peak sits at an end); the anchor is the load of its peak goodput (peak prefill TPS for C14) and plays the paper's 8x, so the grid is 6/8/9/10/12 x anchor/8. Baselines: LMetric (fig06's best on 30B) and least-load (the load-only reference), two to fit the `make figures` budget; the best one is chosen per load by its seed mean, then SMETRIC is paired with it per seed (8 workload seeds, paired t-interval, rules of `smetric.experiments.verdicts`). Budget: the measured window is 2 minutes (shortened from fig06's 10 before cutting seeds; sessions still start 6 h earlier, so the window runs at the offered rate). A cell's note counts per-seed peaks at the grid's ends, where the grid may not contain the peak.
+# **Load grid, by a rule fixed before SMETRIC runs.** Capacity moves a lot with the GPU and the workload (claude-code requests are ~120k tokens), so each variant gets its own anchor: least-load alone, seed 0, on a 1.25x ladder of offered loads (three steps either side of a per-workload first guess, extended while the peak sits at an end); the anchor is the load of its peak goodput (peak prefill TPS for C14) and plays the paper's 8x, so the grid is 6/8/9/10/12 x anchor/8. Baselines: LMetric (fig06's best on 30B) and least-load (the load-only reference), two to fit the `make figures` budget; the best one is chosen per load by its seed mean, then SMETRIC is paired with it per seed (8 workload seeds, paired t-interval, rules of `smetric.experiments.verdicts`). Budget: the measured window is 2 minutes (shortened from fig06's 10 before cutting seeds; sessions still start 6 h earlier, so the window runs at the offered rate); the real claude-code trace, whose ~1-2 requests/min/instance are cheap to simulate, is measured over 10 minutes (`trace_minutes`), a few hundred requests per seed. A cell's note counts per-seed peaks at the grid's ends, where the grid may not contain the peak.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -32,6 +32,7 @@ n_instances: int = None  # instances of the 30B testbed
 multipliers: list = None  # loads in paper multipliers of the anchor (8x)
 probe_start: dict = None  # workload -> first guess of the anchor (requests/min/instance) the probe ladders from
 minutes: float = None  # measured window of the agent workload (2 min: 8 seeds fit the make-figures budget)
+trace_minutes: float = None  # measured window of a real-trace workload variant (claude-code: ~1-2 requests per minute per instance, cheap to simulate)
 seeds: list = None  # workload seeds (paired)
 warmup_frac: float = None  # share of the arrival span simulated but not measured
 
@@ -43,7 +44,8 @@ from smetric.experiments.figures import fig14_claim_robustness as figure
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, variations=variations, under_provisioned=under_provisioned,
                               policies=policies, split=split, n_instances=n_instances, multipliers=multipliers,
-                              probe_start=probe_start, minutes=minutes, seeds=seeds, warmup_frac=warmup_frac)
+                              probe_start=probe_start, minutes=minutes, trace_minutes=trace_minutes, seeds=seeds,
+                              warmup_frac=warmup_frac)
 params
 
 # %%

@@ -105,3 +105,16 @@ def test_quick_compute_runs_every_claim_on_every_variant():
     assert (df["n_seeds"] == len(p.seeds)).all() and (df["anchor_rpm"] > 0).all()
     assert df.groupby("variant")["gpu"].first()["gpu=h200"] == "h200"
     assert fig14.findings(df).count("\n") == 5  # 4 C12 points + C13 + C14
+
+
+def test_a_real_trace_variant_is_measured_over_its_own_window():
+    from smetric.experiments.figures import fig14_claim_robustness as fig14
+    from smetric.experiments.robustness import Variant
+
+    p = fig14.Params()
+    setups = fig14._setups(p)
+    trace = fig14._setup(setups, "pd", Variant(workload="claude-code"), p.trace_minutes)
+    assert trace["minutes"] == p.trace_minutes != p.minutes
+    assert {k: v for k, v in trace.items() if k != "minutes"} == {k: v for k, v in setups["pd"].items()
+                                                                   if k != "minutes"}
+    assert fig14._setup(setups, "colocated", Variant(workload="toolagent"), p.trace_minutes) == setups["colocated"]

@@ -21,6 +21,7 @@ import pandas as pd
 from .. import main_results as mr
 from ..figure import FigureParams, param
 from ..robustness import MAP_COLUMNS, ClaimSpec, Variant, knee_anchor, one_at_a_time, peak_compute, plot_robustness
+from ..setups import TRACE_WORKLOADS
 from ..sweep import sweep
 
 _HOLDS = ("reproduced", "direction only")
@@ -42,6 +43,8 @@ class Params(FigureParams):
     probe_start: dict = param({"bailian-coder": 40, "toolagent": 48, "long-context": 24, "claude-code": 4},
                               "workload -> first guess of the anchor (requests/min/instance) the probe ladders from")
     minutes: float = param(2, "measured window of the agent workload (2 min: 8 seeds fit the make-figures budget)")
+    trace_minutes: float = param(10, "measured window of a real-trace workload variant (claude-code: ~1-2 requests "
+                                     "per minute per instance, cheap to simulate)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 
@@ -77,17 +80,25 @@ def _reference(p: Params, workload: str) -> float:
     return float(p.probe_start[workload]) * PROBE["ratio"] ** (PROBE["steps"] + 1)
 
 
-def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, refs: dict) -> dict:
+def _setup(setups: dict, kind: str, v: Variant, trace_minutes: float) -> dict:
+    """The ``kind`` run's keywords for variant ``v``: a real-trace workload is measured over ``trace_minutes``."""
+    return {**setups[kind], "minutes": float(trace_minutes)} if v.workload in TRACE_WORKLOADS else setups[kind]
+
+
+def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, refs: dict,
+                 trace_minutes: float) -> dict:
     v = variants[variant]
-    anchor, probe = knee_anchor(v, start=starts[v.workload], reference_rpm=refs[v.workload], **PROBE, **setups[kind])
+    anchor, probe = knee_anchor(v, start=starts[v.workload], reference_rpm=refs[v.workload], **PROBE,
+                                **_setup(setups, kind, v, trace_minutes))
     return {"anchor_rpm": anchor, "probe_loads": len(probe)}
 
 
 def _measure_point(variant: str, kind: str, seed: int, *, variants: dict, setups: dict, refs: dict, grids: dict,
-                   policies: tuple) -> pd.DataFrame:
+                   policies: tuple, trace_minutes: float) -> pd.DataFrame:
     v = variants[variant]
     return peak_compute(v, (seed,), rpm_grid={variant: grids[(variant, kind)]}, policies=policies,
-                        reference_rpm=refs[v.workload], **setups[kind]).drop(columns="seed")  # the grid's seed
+                        reference_rpm=refs[v.workload],
+                        **_setup(setups, kind, v, trace_minutes)).drop(columns="seed")  # the grid's seed
 
 
 def variants(p: Params) -> list[Variant]:
@@ -103,7 +114,7 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     by_name = {v.name: v for v in vs}
     setups = _setups(p)
     refs = {w: _reference(p, w) for w in {v.workload for v in vs}}
-    shared = {"variants": by_name, "setups": setups, "refs": refs}
+    shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes}
     probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
                    shared={**shared, "starts": dict(p.probe_start)}, jobs=jobs, progress=False, on_error="raise")
     anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
