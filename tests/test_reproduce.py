@@ -56,6 +56,7 @@ def test_reproduce_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
 
 def test_full_run_writes_back_without_volatile_metadata(tmp_path, monkeypatch):
     monkeypatch.delenv("SMETRIC_QUICK", raising=False)  # a full run: make test sets quick mode
+    monkeypatch.setenv("SMETRIC_JOBS", "1")  # no sweep here: no cluster either
     nbdir = tmp_path / "notebooks"
     nbdir.mkdir()
     _notebook(nbdir / "fig90_ok.ipynb", "import sys, warnings\nprint('result', scale)\nwarnings.warn('at /some/path')")
@@ -69,6 +70,30 @@ def test_full_run_writes_back_without_volatile_metadata(tmp_path, monkeypatch):
     first = (nbdir / "fig90_ok.ipynb").read_bytes()
     reproduce(root=tmp_path, progress=False)
     assert (nbdir / "fig90_ok.ipynb").read_bytes() == first  # a re-run leaves no churn
+
+
+def test_the_notebooks_sweeps_share_one_cluster(tmp_path, monkeypatch):
+    """A full run starts one dask cluster: every notebook's sweep runs on the same workers; it is gone after."""
+    import os
+
+    monkeypatch.delenv("SMETRIC_QUICK", raising=False)
+    monkeypatch.setenv("SMETRIC_JOBS", "2")
+    monkeypatch.delenv("SMETRIC_DASK_SCHEDULER", raising=False)
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    body = ("import json, os\nfrom smetric.experiments.sweep import sweep\n"
+            "df = sweep([{'x': i} for i in range(6)], lambda x: {'pid': os.getpid()}, progress=False)\n"
+            "json.dump({'scheduler': os.environ['SMETRIC_DASK_SCHEDULER'], 'jobs': os.environ['SMETRIC_JOBS'],\n"
+            "           'pids': sorted(set(df['pid'].tolist())), 'kernel': os.getpid()}, open(f'{NAME}.json', 'w'))")
+    for name in ("fig90_a", "fig91_b"):
+        _notebook(nbdir / f"{name}.ipynb", f"NAME = {name!r}\n" + body)
+    table = reproduce(root=tmp_path, progress=False, write_back=False)
+    assert table["ok"].all(), table["error"].tolist()
+    a, b = (json.load(open(nbdir / f"{n}.json")) for n in ("fig90_a", "fig91_b"))
+    assert a["scheduler"].startswith("tcp://") and a["scheduler"] == b["scheduler"] and a["jobs"] == ""
+    workers = set(a["pids"]) | set(b["pids"])  # one cluster's two processes (a cluster per sweep: three or four)
+    assert len(workers) <= 2 and a["kernel"] not in workers and b["kernel"] not in workers
+    assert os.environ["SMETRIC_JOBS"] == "2" and "SMETRIC_DASK_SCHEDULER" not in os.environ
 
 
 def test_cli_rejects_both_sweep_targets(capsys):

@@ -6,6 +6,10 @@ the notebooks' ``quick`` parameter (their figures then go to ``build/figures-qui
 its volatile metadata stripped (:func:`strip_volatile`), so that the committed notebooks carry the
 outputs of the full run and a re-run changes them only where a result changed. A failing notebook
 is reported with its cell and error; the others still run.
+
+The sweeps of every notebook run on **one** dask cluster started for the whole run
+(:func:`shared_cluster`), not on one cluster per sweep: start-up, worker imports and the workers'
+workload caches are paid once instead of about forty times.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import ast
 import os
 import time
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +27,7 @@ import pandas as pd
 
 from ..context import ENV, run_context
 
-__all__ = ["NotebookRun", "discover", "parse_parameter", "reproduce", "repo_root", "strip_volatile"]
-
+__all__ = ["NotebookRun", "discover", "parse_parameter", "reproduce", "repo_root", "shared_cluster", "strip_volatile"]
 
 
 def repo_root() -> Path:
@@ -106,12 +111,43 @@ def _run_one(path: Path, out_dir: Path, params: dict, quick: bool, write_back: b
     return NotebookRun(path.stem, time.perf_counter() - start, True)
 
 
+@contextmanager
+def _environ(updates: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` updated for the block (the kernels inherit it), then restored as it was."""
+    saved = {k: os.environ.get(k) for k in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def shared_cluster(jobs: int | None, scheduler: str | None) -> Iterator[str | None]:
+    """One local dask cluster of ``jobs`` workers (default one per core) for every sweep of the block: its
+    address is put in ``SMETRIC_DASK_SCHEDULER`` for the kernels. Nothing is started when the sweeps run
+    serially (``jobs == 1``) or on a given ``scheduler``; yields the address used (or ``None``)."""
+    if scheduler or jobs == 1:
+        yield scheduler
+        return
+    from .sweep import local_cluster
+
+    with local_cluster(jobs or os.cpu_count() or 1) as cluster, \
+            _environ({ENV["scheduler"]: cluster.scheduler_address, ENV["jobs"]: ""}):
+        yield cluster.scheduler_address
+
+
 def reproduce(only: list[str] | None = None, params: dict | None = None, quick: bool = False,
               jobs: int = 1, root: Path | None = None, write_back: bool = True,
               progress: bool = True) -> pd.DataFrame:
     """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
 
-    ``quick`` passes ``quick=True`` to every notebook (small sizes, same code paths; figures to
+    The notebooks' sweeps share one dask cluster (:func:`shared_cluster`). ``quick`` passes ``quick=True`` to
+    every notebook (small sizes, same code paths; figures to
     ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise); ``params`` are papermill
     parameters, passed to each notebook that declares them; ``jobs`` notebooks run at once. The
     runtime table is also written to ``build/runtimes.csv``, and the figures' claim verdicts are
@@ -125,23 +161,17 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
         raise ValueError(f"no figure notebooks under {context.notebooks_dir}")
     out_dir = context.build_dir / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    saved = os.environ.get(ENV["root"])
-    os.environ[ENV["root"]] = str(context.root)  # the kernels resolve the same checkout
     runs: list[NotebookRun] = []
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
-                tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
-            futures = [pool.submit(_run_one, b, out_dir, params or {}, context.quick, write_back) for b in books]
-            for fut in futures:
-                run = fut.result()
-                runs.append(run)
-                bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
-                bar.update()
-    finally:  # leave the caller's environment as it was
-        if saved is None:
-            os.environ.pop(ENV["root"], None)
-        else:
-            os.environ[ENV["root"]] = saved
+    # the kernels resolve the same checkout and share one sweep cluster; the caller's environment is restored
+    with _environ({ENV["root"]: str(context.root)}), shared_cluster(context.jobs, context.scheduler), \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+            tqdm(total=len(books), desc="notebooks", unit="nb", disable=not progress) as bar:
+        futures = [pool.submit(_run_one, b, out_dir, params or {}, context.quick, write_back) for b in books]
+        for fut in futures:
+            run = fut.result()
+            runs.append(run)
+            bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
+            bar.update()
     if (context.data_dir / "paper_claims.csv").exists():
         from .claims import collect_claims
 
