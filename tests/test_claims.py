@@ -2,7 +2,7 @@
 
 import pytest
 
-from smetric.experiments.claims import collect_claims, paper_claims, record_claims
+from smetric.experiments.claims import collect_claims, collect_row_claims, paper_claims, record_claims
 
 
 def test_paper_claims_table_is_complete():
@@ -19,6 +19,21 @@ def test_record_and_collect(tmp_path):
     assert table.loc["C10_sticky_imbalance", "verdict"] == "direction only"
     assert table.loc["C13_peak_30b", "verdict"] == "not checked"
     assert (tmp_path / "claims.csv").exists()
+
+
+def test_second_row_claims_are_joined_apart_from_the_verdicts(tmp_path):
+    import pandas as pd
+
+    assert collect_row_claims(outdir=tmp_path).empty and not (tmp_path / "claims_second_row.csv").exists()
+    claim = "C9_load_only_provisioned"
+    pd.DataFrame([{"workload": "claude-code", "claim_id": claim, "verdict": "tie", "gain_mean": -0.01, "ci_low": -0.05,
+                   "ci_high": 0.03, "n_seeds": 8, "reproduced": "x", "reason": "y"}]).to_csv(
+        tmp_path / "fig03_global_tier_sweep_second_row_claims.csv", index=False)
+    table = collect_row_claims(outdir=tmp_path)
+    assert table.columns[:4].tolist() == ["figure", "workload", "claim_id", "paper_value"]
+    assert table.iloc[0][["figure", "verdict"]].tolist() == ["fig03", "tie"]
+    assert table.iloc[0]["paper_value"] == paper_claims().loc[claim, "paper_value"]
+    assert collect_claims(outdir=tmp_path).set_index("claim_id").loc[claim, "verdict"] == "not checked"
 
 
 @pytest.mark.parametrize("row, message", [

@@ -3,7 +3,10 @@
 ``data/paper_claims.csv`` lists the paper's quantitative claims (id, figure, value, wording).
 A figure notebook calls :func:`record_claims` with what it measured; the rows land in
 ``figures/<figure>_claims.csv``. :func:`collect_claims` joins every such file with the paper's
-table into ``figures/claims.csv`` — the table the README shows.
+table into ``figures/claims.csv`` — the table the README shows. The claims are judged on each figure's
+main workload; the same rules applied to the real agent trace of a figure's second row
+(``<figure name>_second_row_claims.csv``, :mod:`smetric.experiments.workload_rows`) are joined by
+:func:`collect_row_claims` into ``figures/claims_second_row.csv``.
 
 A **comparative** claim (:data:`COMPARATIVE`: SMETRIC against baselines, C8, C9, C12-C17) is
 recorded with its paired multi-seed interval (``gain_mean, ci_low, ci_high, n_seeds``, from
@@ -24,7 +27,7 @@ from ..plotting import figures_dir
 from .verdicts import UNDETERMINED, VERDICT_ORDER, PaperValue, parse_paper_value, row_verdict
 
 __all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "paper_claims", "paper_value", "record_claims",
-           "collect_claims"]
+           "collect_claims", "collect_row_claims"]
 
 #: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
 VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
@@ -80,13 +83,29 @@ def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = Non
 
 
 def collect_claims(outdir: str | Path | None = None) -> pd.DataFrame:
-    """Join every ``*_claims.csv`` with the paper's table into ``claims.csv`` (claims not yet checked stay listed)."""
+    """Join every ``figNN_claims.csv`` with the paper's table into ``claims.csv`` (unchecked claims stay listed)."""
     out = Path(outdir) if outdir is not None else figures_dir()
-    parts = [pd.read_csv(p) for p in sorted(out.glob("*_claims.csv"))]
+    parts = [pd.read_csv(p) for p in sorted(out.glob("fig[0-9][0-9]_claims.csv"))]
     measured = (pd.concat(parts, ignore_index=True) if parts
                 else pd.DataFrame(columns=["figure", *_COLUMNS]))
     paper = paper_claims().reset_index()[["claim_id", "figure", "paper_value", "unit", "wording"]]
     table = paper.merge(measured.drop(columns="figure"), on="claim_id", how="left")
     table["verdict"] = table["verdict"].fillna("not checked")
     table.to_csv(out / "claims.csv", index=False)
+    return table
+
+
+def collect_row_claims(outdir: str | Path | None = None) -> pd.DataFrame:
+    """Join every figure's ``*_second_row_claims.csv`` (the claims' rules on its second workload row) into
+    ``claims_second_row.csv``, with the figure and the paper's value; empty when no figure has one."""
+    out = Path(outdir) if outdir is not None else figures_dir()
+    parts = [pd.read_csv(p).assign(figure=p.name.split("_", 1)[0])
+             for p in sorted(out.glob("*_second_row_claims.csv"))]
+    if not parts:
+        return pd.DataFrame()
+    table = pd.concat(parts, ignore_index=True)
+    paper = paper_claims()["paper_value"]
+    table.insert(2, "paper_value", table["claim_id"].map(paper))
+    table = table[["figure", *[c for c in table.columns if c != "figure"]]]
+    table.to_csv(out / "claims_second_row.csv", index=False)
     return table

@@ -173,9 +173,10 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
             bar.set_postfix_str(f"{run.figure} {'ok' if run.ok else 'FAILED'}")
             bar.update()
     if (context.data_dir / "paper_claims.csv").exists():
-        from .claims import collect_claims
+        from .claims import collect_claims, collect_row_claims
 
         collect_claims(context.figures())  # claims.csv: the paper's claims with every verdict recorded so far
+        collect_row_claims(context.figures())  # claims_second_row.csv: the same rules on the real trace
     table = pd.DataFrame([r.__dict__ for r in runs])
     table.to_csv(context.build_dir / "runtimes.csv", index=False)
     return table
