@@ -11,7 +11,9 @@
   max/mean per window (claim C10).
 * **fig05** :func:`load_metric_accuracy` -- request count, new-token count (Dynamo / LMetric) and
   SMETRIC's attention-aware cost as predictors of the performance model's prefill time, without
-  the engine.
+  the engine, on the sessions of a synthetic preset or of a trace (:func:`metric_sessions`).
+
+Every figure also runs a second row, the real ``claude-code`` trace (:mod:`.workload_rows`).
 
 Offered load. Every x axis is absolute: requests per minute per instance. A lower load means fewer
 concurrent sessions (the generator's session arrival rate, replayed at ``load=1``), not a slowed
@@ -468,6 +470,7 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
     for k, policy in enumerate(policies):
         ax = fig.add_subplot(grid[top, 2 * k:2 * k + 2])
         heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
+        heat.columns = [f"{m:g}" for m in heat.columns]
         sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
                     xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
                     cbar_kws={"label": "requests in the instance\n(running + waiting)"})
