@@ -22,6 +22,8 @@
 #
 # **KV connector.** The store is reached through the `ideal` connector here, a per-instance link of the swept bandwidth: the testbeds' default `lmcache-mooncake` connector ignores the store's per-instance bandwidth (its NIC pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link (parameter `kv_connector`).
 #
+# **Second row: the real agent trace.** The same store grid and policies on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 1.5 requests/min/instance, near the trace's peak goodput on the 30B testbed (Figure 6): its prompts average ~122k tokens (~12 GB of KV each), so its knee lies near 1-2 requests/min/instance, not near 50, and a 50 GB store holds only a few sessions. Its window is 10 minutes (few requests per minute), with the main row's seeds. The claim is judged on the main row; `figures/fig03_global_tier_sweep_second_row_claims.csv` applies the same rule to the trace (parameter `second_row`, `{}` for none).
+#
 # **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
@@ -41,6 +43,7 @@ bandwidths_gbs: list = None  # store read bandwidth per instance (GB/s)
 policies: list = None  # routers compared (least-load is the reference)
 rpm_per_instance: float = None  # offered load, near the knee with the provisioned store
 kv_connector: str = None  # KV connector: ideal (a per-instance store link of the swept bandwidth)
+second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace on the same store grid at one load near its peak ({} for none)
 
 # %%
 from smetric.context import run_context
@@ -51,7 +54,8 @@ context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, seeds=seeds,
                               workload=workload, trace=trace, warmup_frac=warmup_frac, replay=replay,
                               capacities_gb=capacities_gb, bandwidths_gbs=bandwidths_gbs, policies=policies,
-                              rpm_per_instance=rpm_per_instance, kv_connector=kv_connector)
+                              rpm_per_instance=rpm_per_instance, kv_connector=kv_connector,
+                              second_row=second_row)
 params
 
 # %%

@@ -206,3 +206,72 @@ def test_load_metric_accuracy():
     assert len(df[df["panel"] == "scatter"]) == 2 * 50
     with pytest.raises(ValueError, match="queue_lengths"):
         mo.load_metric_accuracy(50, (0.5,))
+
+
+def _two_workloads(main: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """A compute_rows-like frame: ``main`` labelled bailian-coder, then ``second`` labelled claude-code."""
+    return pd.concat([main.assign(workload="bailian-coder"), second.assign(workload="claude-code")],
+                     ignore_index=True)
+
+
+def test_fig03_claims_read_the_main_row_and_the_table_the_trace():
+    from smetric.experiments.figures import fig03_global_tier_sweep as fig03
+
+    df = _two_workloads(_store_frame(95.0), _store_frame(80.0))
+    assert [r["verdict"] for r in fig03.claims(df)] == ["reproduced"]
+    table = fig03.tables(df)["fig03_global_tier_sweep_second_row_claims"]
+    assert table["workload"].tolist() == ["claude-code"] and table["verdict"].tolist() == ["contradicted"]
+    assert set(fig03.overview(df).index) == {"bailian-coder", "claude-code"}
+
+
+def test_fig04_keeps_workloads_apart_and_c10_is_undetermined_on_an_idle_seed():
+    from smetric.experiments.figures import fig04_sticky_imbalance as fig04
+
+    near = _imbalance_frame([[(4.2, 0.0), (4.2, 0.0)], [(4.4, 0.0), (4.4, 0.0)]])
+    flat = _imbalance_frame([[(1.0, 1.0), (1.0, 1.0)], [(3.0, 1.0), (3.0, 1.0)]])
+    df = _two_workloads(near, flat)
+    per = mo.imbalance_per_seed(df).set_index(["workload", "seed", "policy"])["requests_imbalance"]
+    assert per["bailian-coder", 0, "session-sticky"] == pytest.approx(2.0)  # not averaged with the trace's 1.0
+    assert per["claude-code", 0, "session-sticky"] == pytest.approx(1.0)
+    assert fig04.claims(df)[0]["verdict"] == "reproduced"
+    table = fig04.tables(df)["fig04_sticky_imbalance_second_row_claims"]
+    assert table["verdict"].tolist() == ["not reproduced"]
+    idle = _imbalance_frame([[(0.0, 0.0), (0.0, 0.0)], [(3.0, 1.0), (3.0, 1.0)]])  # seed 0: sticky never busy
+    (row,) = mo.sticky_imbalance_claims(idle)
+    assert row["verdict"] == "undetermined" and "seed(s) [0]" in row["reason"]
+
+
+def test_metric_sessions_draw_whole_sessions_of_a_trace_file(tmp_path):
+    from smetric.workload.loaders import load_trace
+    from smetric.workload.synthetic import synth_agent_workload
+    from smetric.workload.writers import write_bailian
+
+    path = write_bailian(synth_agent_workload(30, seed=3, preset="bailian-coder"), tmp_path / "agents.jsonl")
+    full = load_trace(path)
+    sizes = pd.Series(full.session).value_counts()
+    drawn = mo.metric_sessions(10, seed=0, trace=str(path))
+    assert drawn.n_sessions == 10
+    kept = pd.Series(drawn.session).value_counts().sort_index()
+    assert kept.equals(sizes.loc[kept.index])  # every turn of a drawn session kept
+    other = mo.metric_sessions(10, seed=1, trace=str(path))
+    assert set(np.unique(other.session)) != set(np.unique(drawn.session))
+    assert len(mo.metric_sessions(1000, seed=0, trace=str(path))) == len(full)  # fewer sessions than asked: all
+    # the file's sessions are the generated ones: the same panels as the preset with that seed
+    kw = {"queue_lengths": (1, 4), "n_pairs": 300, "n_decisions": 50, "n_scatter": 40, "seed": 3}
+    from_file = mo.load_metric_accuracy(1000, trace=str(path), **kw)  # every session of the file
+    generated = mo.load_metric_accuracy(30, workload="bailian-coder", **kw)
+    pd.testing.assert_frame_equal(from_file, generated)
+    with pytest.raises(ValueError, match="trace workload"):
+        mo.metric_sessions(10, workload="no-such-preset")
+
+
+def test_fig05_quick_has_the_claude_code_row():
+    from smetric.experiments.figures import fig05_load_metric as fig05
+
+    df = fig05.compute(fig05.Params.quick())
+    assert list(dict.fromkeys(df["workload"])) == ["bailian-coder", "claude-code"]
+    trace = df[(df["workload"] == "claude-code") & (df["panel"] == "scatter")]
+    assert trace["x"].median() > 50_000  # the trace's ~122k-token prompts, not the preset's
+    fit = df[df["panel"] == "fit"].set_index(["workload", "metric", "stat"])["value"]
+    assert fit["claude-code", "attention cost", "spearman"] > fit["claude-code", "new tokens", "spearman"]
+    assert "claude-code (second row)" in fig05.findings(df)

@@ -11,7 +11,9 @@
   max/mean per window (claim C10).
 * **fig05** :func:`load_metric_accuracy` -- request count, new-token count (Dynamo / LMetric) and
   SMETRIC's attention-aware cost as predictors of the performance model's prefill time, without
-  the engine.
+  the engine, on the sessions of a synthetic preset or of a trace (:func:`metric_sessions`).
+
+Every figure also runs a second row, the real ``claude-code`` trace (:mod:`.workload_rows`).
 
 Offered load. Every x axis is absolute: requests per minute per instance. A lower load means fewer
 concurrent sessions (the generator's session arrival rate, replayed at ``load=1``), not a slowed
@@ -38,17 +40,28 @@ from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
+from ..workload.core import Workload
+from ..workload.loaders import load_trace
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import paper_value
-from .setups import DEFAULT_WORKLOAD, TESTBEDS, WORKLOADS, agent_workload, offered_point, paper_cluster, trace_workload
+from .setups import (
+    DEFAULT_WORKLOAD,
+    TESTBEDS,
+    TRACE_WORKLOADS,
+    WORKLOADS,
+    agent_workload,
+    offered_point,
+    paper_cluster,
+    trace_workload,
+)
 from .sweep import sweep
-from .verdicts import claim_columns, gain_interval, paired_gains
+from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
     "global_tier_sweep", "global_tier_gaps", "plot_global_tier", "global_tier_claims",
     "sticky_imbalance", "imbalance_over_time", "imbalance_per_seed", "plot_sticky_imbalance", "sticky_imbalance_claims",
-    "load_metric_accuracy", "plot_load_metric_accuracy",
+    "metric_sessions", "load_metric_accuracy", "plot_load_metric_accuracy",
 ]
 
 #: Registry name -> the name the paper (S1) uses for the scheduler.
@@ -278,41 +291,44 @@ def _capacity_label(cap: float) -> str:
     return "unlimited" if math.isinf(cap) else f"{cap:g} GB"
 
 
+def _store_grid(gaps: pd.DataFrame, col: str) -> pd.DataFrame:
+    """``col`` of :func:`global_tier_gaps` as a (bandwidth x capacity) grid, top bandwidth first; the no-store
+    cell (no bandwidth) is shown in every bandwidth row."""
+    bws = sorted(gaps["bandwidth_gbs"].dropna().unique())
+    none = gaps[gaps["capacity_gb"] == 0]
+    full = pd.concat([gaps[gaps["capacity_gb"] > 0]] + [none.assign(bandwidth_gbs=bw) for bw in bws],
+                     ignore_index=True)
+    full["capacity"] = full["capacity_gb"].map(_capacity_label)
+    order = [_capacity_label(c) for c in sorted(full["capacity_gb"].unique())]
+    return full.pivot(index="bandwidth_gbs", columns="capacity", values=col).reindex(columns=order).sort_index(
+        ascending=False)
+
+
 def plot_global_tier(frame: pd.DataFrame):
-    """Heatmaps over (capacity, bandwidth): load-only's gap to the best policy, and load-only's hit ratio."""
-    import matplotlib.pyplot as plt
+    """Heatmaps over (capacity, bandwidth): load-only's gap to the best policy, and load-only's hit ratio; one row
+    per workload."""
     import seaborn as sns
 
     from ..plotting import set_style
+    from .workload_rows import row_grid
 
     set_style()
-    gaps = global_tier_gaps(frame)
-    bws = sorted(gaps["bandwidth_gbs"].dropna().unique())
-    # the no-store cell has no bandwidth: show it in every bandwidth row
-    none = gaps[gaps["capacity_gb"] == 0]
-    full = pd.concat([gaps[gaps["capacity_gb"] > 0]]
-                     + [none.assign(bandwidth_gbs=bw) for bw in bws], ignore_index=True)
-    full["capacity"] = full["capacity_gb"].map(_capacity_label)
-    order = [_capacity_label(c) for c in sorted(full["capacity_gb"].unique())]
-
-    def grid(col):
-        return (full.pivot(index="bandwidth_gbs", columns="capacity", values=col)
-                .reindex(columns=order).sort_index(ascending=False))
-
-    gap = grid("load_only_gap") * 100
-    best = grid("best_policy")
-    annot = gap.map(lambda v: f"{v:+.0f} %") + "\n" + best.map(lambda p: f"best: {_label(p).split(' (')[0]}")
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.35, 1]})
-    sns.heatmap(gap, annot=annot, fmt="", cmap="RdYlGn", vmin=-60, vmax=0, ax=axes[0], annot_kws={"size": 8},
-                cbar_kws={"label": "load-only goodput vs best (%)"})
-    rpm = frame["rpm_per_instance"].iloc[0]
-    axes[0].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
-                title=f"Load-only vs the best policy at {rpm:g} req/min/instance\n"
-                      "(paper: within 7 % when fully provisioned)")
-    sns.heatmap(grid("load_only_hit_ratio"), annot=True, fmt=".2f", cmap="Blues", vmin=0, vmax=1, ax=axes[1],
-                cbar_kws={"label": "reuse ratio"})
-    axes[1].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
-                title="Load-only reuse ratio (HBM + global)")
+    fig, rows = row_grid(frame, 2, width=13, height=4.6, gridspec_kw={"width_ratios": [1.35, 1]})
+    for i, (workload, sub, axes) in enumerate(rows):
+        gaps = global_tier_gaps(sub)
+        gap = _store_grid(gaps, "load_only_gap") * 100
+        best = _store_grid(gaps, "best_policy")
+        annot = gap.map(lambda v: f"{v:+.0f} %") + "\n" + best.map(lambda p: f"best: {_label(p).split(' (')[0]}")
+        sns.heatmap(gap, annot=annot, fmt="", cmap="RdYlGn", vmin=-60, vmax=0, ax=axes[0], annot_kws={"size": 8},
+                    cbar_kws={"label": "load-only goodput vs best (%)"})
+        rpm = sub["rpm_per_instance"].iloc[0]
+        axes[0].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
+                    title=f"{workload}: load-only vs the best policy at {rpm:g} req/min/instance".lstrip(": ")
+                    + ("\n(paper: within 7 % when fully provisioned)" if i == 0 else ""))
+        sns.heatmap(_store_grid(gaps, "load_only_hit_ratio"), annot=True, fmt=".2f", cmap="Blues", vmin=0, vmax=1,
+                    ax=axes[1], cbar_kws={"label": "reuse ratio"})
+        axes[1].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
+                    title=f"{workload}: load-only reuse ratio (HBM + global)".lstrip(": "))
     fig.tight_layout()
     return fig
 
@@ -404,11 +420,12 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
 
 
 def imbalance_over_time(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (seed, policy, minute): max / mean over instances of ``requests`` and of ``kv_used_frac``.
+    """Per (workload if labelled, seed, policy, minute): max / mean over instances of ``requests`` and of
+    ``kv_used_frac``.
 
     Windows where every instance is idle (mean 0) are dropped for that signal.
     """
-    keys = [k for k in ("seed", "policy", "minute") if k in frame.columns]
+    keys = [k for k in ("workload", "seed", "policy", "minute") if k in frame.columns]
     grouped = frame.groupby(keys, sort=False)
     out = grouped[["requests", "kv_used_frac"]].max() / grouped[["requests", "kv_used_frac"]].mean()
     out = out.replace([np.inf, -np.inf], np.nan)
@@ -416,39 +433,55 @@ def imbalance_over_time(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def imbalance_per_seed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (seed, policy): the mean over windows of both max/mean ratios and the whole-run ``work_imbalance``."""
-    ratios = imbalance_over_time(frame).groupby(["seed", "policy"])[["requests_imbalance", "kv_imbalance"]].mean()
-    work = frame.groupby(["seed", "policy"])["work_imbalance"].first()
+    """Per (workload if labelled, seed, policy): the mean over windows of both max/mean ratios and the whole-run
+    ``work_imbalance``."""
+    keys = [k for k in ("workload", "seed", "policy") if k in frame.columns]
+    ratios = imbalance_over_time(frame).groupby(keys, sort=False)[["requests_imbalance", "kv_imbalance"]].mean()
+    work = frame.groupby(keys, sort=False)["work_imbalance"].first()
     return ratios.join(work).reset_index()
 
 
 def plot_sticky_imbalance(frame: pd.DataFrame):
-    """Top: requests per instance over time (heatmap per policy). Bottom: max/mean over time per signal."""
+    """Per workload: requests per instance over time (a heatmap per policy), then max/mean over time per signal."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     from ..plotting import set_style
+    from .workload_rows import workload_frames
 
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
+    frames = workload_frames(frame)
+    fig = plt.figure(figsize=(3.4 * len(policies), 8 * len(frames)))
+    grid = fig.add_gridspec(2 * len(frames), len(policies) * 2, height_ratios=[1.1, 1] * len(frames))
+    for row, (workload, sub) in enumerate(frames):
+        _imbalance_panels(fig, grid, 2 * row, workload, sub, policies, paper=row == 0)
+    fig.tight_layout()
+    return fig
+
+
+def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, policies: list[str],
+                      paper: bool) -> None:
+    """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
+    import seaborn as sns
+
+    prefix = f"{workload}: " if workload else ""
     first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
-    fig = plt.figure(figsize=(3.4 * len(policies), 8))
-    grid = fig.add_gridspec(2, len(policies) * 2, height_ratios=[1.1, 1])
     vmax = float(frame["requests"].quantile(0.99))
     for k, policy in enumerate(policies):
-        ax = fig.add_subplot(grid[0, 2 * k:2 * k + 2])
+        ax = fig.add_subplot(grid[top, 2 * k:2 * k + 2])
         heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
+        heat.columns = [f"{m:g}" for m in heat.columns]
         sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
                     xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
                     cbar_kws={"label": "requests in the instance\n(running + waiting)"})
-        ax.set(title=f"{_label(policy)}\n(seed {int(first['seed'].iloc[0])})", xlabel="minute (after warm-up)",
+        ax.set(title=f"{prefix}{_label(policy)}\n(seed {int(first['seed'].iloc[0])})", xlabel="minute (after warm-up)",
                ylabel="instance" if k == 0 else "")
     ratios = imbalance_over_time(frame)
     ratios["scheduler"] = ratios["policy"].map(_label)
     half = len(policies)
     for j, (col, title) in enumerate((("requests_imbalance", "requests (running + waiting)"),
                                       ("kv_imbalance", "HBM KV in use"))):
-        ax = fig.add_subplot(grid[1, j * half:(j + 1) * half])
+        ax = fig.add_subplot(grid[top + 1, j * half:(j + 1) * half])
         means = ratios.groupby("scheduler", sort=False)[col].mean()
         sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax,
                      hue_order=list(means.index), legend=j == 0)
@@ -460,21 +493,27 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
                     transform=ax.transAxes, ha="right", va="top", fontsize=8)
         ax.axhline(2.17, color="0.3", ls="--", lw=1)
         ax.set(xlabel="minute (after warm-up)", ylabel="max / mean over instances", ylim=(1, None),
-               title=f"Imbalance of {title} (dashed: paper's 2.17x for sticky)")
-    fig.tight_layout()
-    return fig
+               title=f"{prefix}imbalance of {title}" + (" (dashed: paper's 2.17x for sticky)" if paper
+                                                          else " (dashed: 2.17x)"))
 
 
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
     """C10 row (descriptive, band-based): session-sticky's requests max/mean, the mean over seeds of each
     seed's mean over windows; reproduced when within 20 % of the paper's 2.17, direction only when above
-    SMETRIC's on every seed, else not reproduced. The seed spread is reported."""
+    SMETRIC's on every seed, else not reproduced; undetermined when a seed's ratio is undefined (every window
+    idle). The seed spread is reported."""
     per = imbalance_per_seed(frame)
-    table = per.pivot(index="seed", columns="policy")
+    table = per.pivot(index="seed", columns="policy", values=["requests_imbalance", "kv_imbalance", "work_imbalance"])
     sticky_s = table["requests_imbalance"]["session-sticky"]
     sticky = float(sticky_s.mean())
     others = table["requests_imbalance"].drop(columns="session-sticky")
-    if abs(sticky / 2.17 - 1.0) <= _IMBALANCE_REL_TOL:
+    idle = table["requests_imbalance"].isna()
+    undefined = ""
+    if idle.any().any():
+        verdict = UNDETERMINED
+        undefined = ("; undetermined: no window with a request in the cluster (max/mean undefined) for "
+                     + ", ".join(f"{_label(p)} on seed(s) {list(idle.index[idle[p]])}" for p in idle if idle[p].any()))
+    elif abs(sticky / 2.17 - 1.0) <= _IMBALANCE_REL_TOL:
         verdict = "reproduced"
     else:
         above = "smetric" in others and bool((sticky_s > others["smetric"]).all())
@@ -494,7 +533,7 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
                    f"windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} req/min/instance, then over "
                    f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
                    "sessions to their first instance, whose queue then grows; a few requests per instance also "
-                   "inflate max/mean (load-only shows that floor)"),
+                   f"inflate max/mean (load-only shows that floor){undefined}"),
     }]
 
 
@@ -519,12 +558,39 @@ def _queue_sums(values: np.ndarray, sizes: np.ndarray, rng: np.random.Generator)
     return np.einsum("qk,qkm->qm", mask.astype(float), values[members])
 
 
+def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORKLOAD,
+                    trace: str | None = None) -> Workload:
+    """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or whole
+    sessions of a trace -- ``trace`` (a file or catalog name, any format ``load_trace`` reads) or the ``workload``
+    of ``setups.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
+    ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
+
+    Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
+    prefix shared with its parent conversation) counts only when both are drawn.
+    """
+    if not (isinstance(n_sessions, int) and n_sessions > 0):
+        raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")
+    if trace is None and workload in PRESETS:
+        return synth_agent_workload(n_sessions, seed=seed, preset=workload)
+    if trace is None and workload not in TRACE_WORKLOADS:
+        raise ValueError(f"workload must be a synthetic preset ({', '.join(PRESETS)}) or a trace workload "
+                         f"({', '.join(TRACE_WORKLOADS)}), got {workload!r}")
+    full = load_trace(trace if trace is not None else workload)
+    sessions = np.unique(full.session)
+    if len(sessions) <= n_sessions:
+        return full
+    drawn = np.random.default_rng([seed, 0xF165]).choice(sessions, size=n_sessions, replace=False)
+    return full.select(np.isin(full.session, drawn))
+
+
 def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] = (1, 2, 4, 8, 16), *,
                          testbed: str = "30b", seed: int = 0, n_pairs: int = 20_000, n_decisions: int = 2_000,
-                         n_scatter: int = 3_000, workload: str = DEFAULT_WORKLOAD) -> pd.DataFrame:
+                         n_scatter: int = 3_000, workload: str = DEFAULT_WORKLOAD,
+                         trace: str | None = None) -> pd.DataFrame:
     """Fig. 5: how well request count, new tokens and SMETRIC's cost predict prefill time (no engine).
 
-    Requests are complete synthetic agent sessions; each one's cached prefix is its infinite-cache
+    Requests are complete agent sessions (:func:`metric_sessions`: a synthetic preset, the real
+    ``claude-code`` sessions, or a trace file's); each one's cached prefix is its infinite-cache
     prefix hit (what a provisioned global store serves), so it prefills ``n = L - hit`` new tokens
     over ``L - n`` cached ones. Ground truth: the performance model's time for that prefill in
     ``max_batched_tokens`` chunks. Metrics: ``requests`` (1 each: least-load's in-flight count),
@@ -550,11 +616,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
     model, gpu, tp, n_instances = TESTBEDS[testbed]
     perf = PerfModel(model, gpu, tp)
     chunk = paper_cluster(testbed).max_batched_tokens
-    if workload not in PRESETS:
-        raise ValueError(f"workload must be a synthetic preset ({', '.join(PRESETS)}), got {workload!r}")
-    workload = synth_agent_workload(n_sessions, seed=seed, preset=workload)
-    prompt = workload.input_len.astype(np.float64)
-    hit = prefix_reuse(workload)["hit_tokens"].to_numpy(dtype=np.float64)
+    sessions = metric_sessions(n_sessions, seed, workload, trace)
+    prompt = sessions.input_len.astype(np.float64)
+    hit = prefix_reuse(sessions)["hit_tokens"].to_numpy(dtype=np.float64)
     new = np.maximum(prompt - hit, 1.0)
     truth = _chunked_prefill_seconds(perf.coefficients(), new, prompt - new, float(chunk))
     metrics = {"requests": np.ones_like(new), "new tokens": new,
@@ -601,39 +665,44 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
 
 
 def plot_load_metric_accuracy(frame: pd.DataFrame):
-    """(a) predicted / true prefill time vs prompt length; (b) queue pairs ordered right; (c) argmin regret."""
+    """(a) predicted / true prefill time vs prompt length; (b) queue pairs ordered right; (c) argmin regret; one row
+    per workload."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     from ..plotting import set_style
+    from .workload_rows import row_grid
 
     set_style()
     order = list(dict.fromkeys(frame["metric"]))
     palette = dict(zip(order, sns.color_palette("colorblind", len(order))))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
-    scatter = frame[frame["panel"] == "scatter"]
-    sns.scatterplot(scatter, x="x", y="value", hue="metric", palette=palette, s=6, linewidth=0, alpha=0.5,
-                    ax=axes[0], legend=False)
-    axes[0].axhline(1.0, color="0.3", ls="--", lw=1)
-    axes[0].set(xscale="log", yscale="log", xlabel="prompt length L (tokens)",
-                ylabel="predicted / true prefill time",
-                title="Per request (proportional fit,\nk = median seconds per unit)")
-    pairs = frame[frame["panel"] == "pairs"]
-    sns.lineplot(pairs, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[1],
-                 legend=False)
-    axes[1].set(xscale="log", xlabel="mean queue length (requests)", ylabel="share of queue pairs ordered right",
-                ylim=(0.45, 1.0), title="Which of two queues finishes\nits prefill first?")
-    queue_lengths = sorted(pairs["queue_len"].unique())
-    regret = frame[(frame["panel"] == "argmin") & (frame["stat"] == "excess_s")]
-    sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
-                 legend=False)
-    axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
-                ylabel="extra queued prefill of the pick (s)",
-                title="Least-loaded instance by the metric:\nexcess over the true least-loaded")
-    for ax in axes[1:]:
-        ax.set_xticks(queue_lengths, [f"{q:g}" for q in queue_lengths])
-        ax.minorticks_off()
+    fig, rows = row_grid(frame, 3, width=15, height=4.4)
+    for workload, sub, axes in rows:
+        prefix = f"{workload}: " if workload else ""
+        scatter = sub[sub["panel"] == "scatter"]
+        sns.scatterplot(scatter, x="x", y="value", hue="metric", palette=palette, s=6, linewidth=0, alpha=0.5,
+                        ax=axes[0], legend=False)
+        axes[0].axhline(1.0, color="0.3", ls="--", lw=1)
+        axes[0].set(xscale="log", yscale="log", xlabel="prompt length L (tokens)",
+                    ylabel="predicted / true prefill time",
+                    title=f"{prefix}per request (proportional fit,\nk = median seconds per unit)")
+        pairs = sub[sub["panel"] == "pairs"]
+        sns.lineplot(pairs, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[1],
+                     legend=False)
+        axes[1].set(xscale="log", xlabel="mean queue length (requests)",
+                    ylabel="share of queue pairs ordered right", ylim=(0.45, 1.0),
+                    title=f"{prefix}which of two queues\nfinishes its prefill first?")
+        queue_lengths = sorted(pairs["queue_len"].unique())
+        regret = sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")]
+        sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
+                     legend=False)
+        axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
+                    ylabel="extra queued prefill of the pick (s)",
+                    title=f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded")
+        for ax in axes[1:]:
+            ax.set_xticks(queue_lengths, [f"{q:g}" for q in queue_lengths])
+            ax.minorticks_off()
     handles = [plt.Line2D([], [], color=palette[m], marker="o", ls="-") for m in order]
     fig.legend(handles, order, loc="lower center", ncol=len(order), frameon=False, title="load metric")
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.tight_layout(rect=(0, 0.1 / len(rows), 1, 1))
     return fig

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import motivation as mo
+from .. import workload_rows as wr
 from ..figure import param
 from ._common import TestbedRun
 
@@ -20,20 +21,30 @@ class Params(TestbedRun):
                                       "routers compared (least-load is the reference)")
     rpm_per_instance: float = param(48.0, "offered load, near the knee with the provisioned store")
     kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 10.0},
+                             "parameters of the row beside the main one: the real claude-code trace on the same store "
+                             "grid at one load near its peak ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(capacities_gb=(0.0, float("inf")), bandwidths_gbs=(23.75,), n_instances=4, minutes=2.0, seeds=(0, 1))
+        return cls(capacities_gb=(0.0, float("inf")), bandwidths_gbs=(23.75,), n_instances=4, minutes=2.0, seeds=(0, 1),
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mo.global_tier_sweep(p.capacities_gb, p.bandwidths_gbs, p.policies, rpm_per_instance=p.rpm_per_instance,
-                                **p.run_kwargs(), kv_connector=p.kv_connector, jobs=jobs)
+    return wr.compute_rows(p, lambda q: mo.global_tier_sweep(
+        q.capacities_gb, q.bandwidths_gbs, q.policies, rpm_per_instance=q.rpm_per_instance, **q.run_kwargs(),
+        kv_connector=q.kv_connector, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return mo.global_tier_gaps(df).round(3)
+    return pd.concat([mo.global_tier_gaps(frame).assign(workload=w).set_index("workload")
+                      for w, frame in wr.workload_frames(df)]).round(3)
+
+
+def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {"fig03_global_tier_sweep_second_row_claims": wr.row_claims(df, mo.global_tier_claims)}
 
 
 plot = mo.plot_global_tier
-claims = mo.global_tier_claims
+claims = wr.on_main(mo.global_tier_claims)

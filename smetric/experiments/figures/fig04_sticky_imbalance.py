@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import motivation as mo
+from .. import workload_rows as wr
 from ..figure import param
 from ._common import TestbedRun
 
@@ -17,21 +18,30 @@ class Params(TestbedRun):
     rpm_per_instance: float = param(48.0, "offered load (the load of figure 3, near the knee)")
     window_s: float = param(60.0, "averaging window of the per-instance samples (s)")
     n_samples: int = param(1000, "engine samples per instance over the run")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 10.0},
+                             "parameters of the row beside the main one: the real claude-code trace at one load near "
+                             "its peak ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(n_instances=4, minutes=2.0, seeds=(0, 1))
+        return cls(n_instances=4, minutes=2.0, seeds=(0, 1),
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mo.sticky_imbalance(p.policies, rpm_per_instance=p.rpm_per_instance, **p.run_kwargs(), window_s=p.window_s,
-                               n_samples=p.n_samples, jobs=jobs)
+    return wr.compute_rows(p, lambda q: mo.sticky_imbalance(q.policies, rpm_per_instance=q.rpm_per_instance,
+                                                            **q.run_kwargs(), window_s=q.window_s,
+                                                            n_samples=q.n_samples, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return mo.imbalance_per_seed(df).groupby("policy")[["requests_imbalance", "kv_imbalance", "work_imbalance"]].agg(
-        ["mean", "min", "max"]).round(2)
+    return mo.imbalance_per_seed(df).groupby(["workload", "policy"], sort=False)[
+        ["requests_imbalance", "kv_imbalance", "work_imbalance"]].agg(["mean", "min", "max"]).round(2)
+
+
+def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {"fig04_sticky_imbalance_second_row_claims": wr.row_claims(df, mo.sticky_imbalance_claims)}
 
 
 plot = mo.plot_sticky_imbalance
-claims = mo.sticky_imbalance_claims
+claims = wr.on_main(mo.sticky_imbalance_claims)
