@@ -24,8 +24,8 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (1.0, 1.5, 2.0, 2.5),
-                                                                              "235b": (2.0, 3.0, 4.0, 5.0)},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (1.0, 2.0, 3.0),
+                                                                              "235b": (2.0, 3.5, 5.0)},
                               "minutes": {"30b": 10.0, "235b": 20.0}},
                              "parameters of the row beside the main one: the real claude-code trace at loads "
                              "around its knee per testbed ({} for none)")
