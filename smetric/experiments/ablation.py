@@ -11,7 +11,9 @@ Every figure point is a labelled *case* (a policy and its parameters) run on a k
 cluster size, window, store, overrides) at one offered load in requests per minute per instance
 (:func:`smetric.experiments.setups.offered_point`: the workload is generated at that rate, so the
 tool/think gaps stay as calibrated); :func:`run_cases` evaluates a list of them with one sweep.
-"Peak" goodput is the maximum over the offered-load grid.
+"Peak" goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's
+main row and its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per
+workload; a claim is judged on one workload at a time.
 """
 
 from __future__ import annotations
@@ -203,11 +205,11 @@ def _one_workload(table: pd.DataFrame, what: str) -> None:
 
 def _interval_text(r, paper: bool) -> str:
     """One testbed's gain of an :func:`ablation_gains` row as claims text (with the paper's number if ``paper``)."""
-    paper_text = f"paper {r.paper:+.1%}" if paper else ""
+    theirs = f"paper {r.paper:+.1%}" if paper else None
     if r.note:
-        return f"{r.testbed}: {r.note}" + (f" ({paper_text})" if paper else "")
-    return (f"{r.testbed}: {r.gain:+.1%} (95 % CI {r.ci_low:+.1%}..{r.ci_high:+.1%}, n {int(r.n_seeds)}"
-            + (f"; {paper_text})" if paper else ")"))
+        return f"{r.testbed}: {r.note}" + (f" ({theirs})" if theirs else "")
+    inner = f"95 % CI {r.ci_low:+.1%}..{r.ci_high:+.1%}, n {int(r.n_seeds)}" + (f"; {theirs}" if theirs else "")
+    return f"{r.testbed}: {r.gain:+.1%} ({inner})"
 
 
 def ablation_claims(gains: pd.DataFrame) -> list[dict]:
