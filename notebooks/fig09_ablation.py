@@ -19,6 +19,8 @@
 # Paper: "token-count → this cost model +4.2% / +1.9% TPS; load-aware filter → SLO-aware migration +7.2% / +24.7%" (claims C15; the two numbers of a pair are read as the 30B and the 235B testbed).
 #
 # Four SMETRIC variants (everything else at registry defaults): the prefill cost is the **token count** or the attention-aware **cost model** (`cost`), and a follow-up leaves its cached instance when the **overload filter** of the v1 reading fires (queued prefill > 2× the mean) or when the **SLO guard** predicts a TTFT-SLO miss (`guard`). Goodput (tokens/s of requests meeting the SLO) vs offered load on both paper testbeds (30B: 32 instances, 5 min; 235B: 8 instances, 10 min because 8 instances are noisier), eight workload seeds each, on `bailian-coder` in closed replay with the lmcache-mooncake connector (the testbed defaults; windows shortened from 10/20 min to fit the compute budget, seeds not cut). The offered load is in requests per minute per instance, set by the session arrival rate of the generated workload (the tool/think gaps stay as calibrated); the grids bracket each testbed's knee (30B: 44-56, 235B: 34-48 rpm). A component's gain = ratio of peak goodput (max over the load grid, mean over seeds). The paper's order adds the cost model to v1, then swaps the filter for the SLO guard; the other order is shown too.
+#
+# **Second row: the real agent trace.** The same ablation on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 1, 2 and 3 requests/min/instance on 30B and 2, 3.5 and 5 on 235B: its prompts average ~122k tokens, so its knees lie near 1-2 (30B) and 2-4 (235B) requests/min/instance (fig06's claude-code rows), not near 50. Its windows are 10 minutes on 30B and 20 on 235B (few requests per minute), the eight seeds of the main row. The claims are judged on the main row; `figures/fig09_ablation_second_row_claims.csv` applies the same rules to the trace (parameter `second_row`, `{}` for none).
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -32,6 +34,7 @@ n_instances: dict = None  # instances per testbed
 warmup_frac: float = None  # first quarter of the window not measured
 workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
+second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace at loads around its knee per testbed ({} for none)
 
 # %%
 from smetric.context import run_context
@@ -41,7 +44,7 @@ from smetric.experiments.figures import fig09_ablation as figure
 context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbeds=testbeds, rpm_per_instance=rpm_per_instance, seeds=seeds,
                               minutes=minutes, n_instances=n_instances, warmup_frac=warmup_frac, workload=workload,
-                              trace=trace)
+                              trace=trace, second_row=second_row)
 params
 
 # %%

@@ -19,6 +19,8 @@
 # Paper: "Robust to SLO settings (Fig. 17)" and to its two hyperparameters, the hit-ratio threshold (eviction detection) and SLACK (claim C17, qualitative).
 #
 # On the 30B testbed (32 instances, 5 min windows — shortened from 10 to fit the budget —, eight workload seeds, `bailian-coder`, closed replay): SMETRIC with `hit_ratio` ∈ {0.1, 0.5, 0.9} and `slack` ∈ {0.5, 1, 2} (the other at its default 0.5 / 1, paper SLO), and SMETRIC (defaults) and the baselines with every SLO limit (TTFT base 1 s, 62.5 ms per 1k prompt tokens, TPOT 20 ms) scaled by 0.5, 1 or 2 — SMETRIC's SLO guard sees the scaled SLO. Baselines: LMetric, Dynamo and least-load, the three best of the 14 routers at peak on both testbeds in fig06 (30B: within 1 % of each other; the next, Mooncake, 6 % lower). Each setting's peak goodput (max over offered loads of 48-56 requests / min / instance) relative to SMETRIC's default and to the best baseline under the same SLO. Verdict (rule in `smetric.experiments.verdicts.robust_verdict`): per setting, SMETRIC's gain over the best baseline is paired per seed (t-interval); reproduced if every interval lies above 0, contradicted if any lies below 0, tie otherwise.
+#
+# **Second row: the real agent trace.** The same sensitivity study on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 1, 2 and 3 requests/min/instance on 30B: its prompts average ~122k tokens, so its knee lies near 1-2 requests/min/instance (fig06's claude-code rows), not near 50. Its windows are 10 minutes (few requests per minute), the eight seeds of the main row. The claim is judged on the main row; `figures/fig10_sensitivity_second_row_claims.csv` applies the same rule to the trace (parameter `second_row`, `{}` for none).
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -36,6 +38,7 @@ seeds: list = None  # workload seeds (the seed count of fig06; gains paired per 
 warmup_frac: float = None  # share of the arrival span not measured
 workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
+second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace at loads around its knee ({} for none)
 
 # %%
 from smetric.context import run_context
@@ -46,7 +49,7 @@ context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, hit_ratios=hit_ratios, slacks=slacks,
                               slo_scales=slo_scales, baselines=baselines, rpm_per_instance=rpm_per_instance,
                               minutes=minutes, n_instances=n_instances, seeds=seeds, warmup_frac=warmup_frac,
-                              workload=workload, trace=trace)
+                              workload=workload, trace=trace, second_row=second_row)
 params
 
 # %%

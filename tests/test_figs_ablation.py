@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from smetric.cluster.config import GlobalStore
+from smetric.experiments import workload_rows as wr
 from smetric.experiments.ablation import (
     ABLATION_VARIANTS,
     ablation,
@@ -17,6 +18,8 @@ from smetric.experiments.ablation import (
     sensitivity_summary,
 )
 from smetric.experiments.claims import record_claims
+from smetric.experiments.figures import fig09_ablation as fig09
+from smetric.experiments.figures import fig10_sensitivity as fig10
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
 from smetric.experiments.setups import offered_point
 from smetric.experiments.verdicts import combine_verdicts, gain_interval, robust_verdict, verdict
@@ -183,11 +186,72 @@ def test_sensitivity_summary_relative_to_default_and_best(sensitivity_frame):
 def test_c17_verdict_is_the_robust_rule(lows, highs, expected, tmp_path):
     summary = pd.DataFrame({"knob": ["hit_ratio", "slack", "slo_scale", "slo_scale"], "value": [0.1, 2.0, 0.5, 2.0],
                             "gain_vs_best": [(lo + hi) / 2 for lo, hi in zip(lows, highs)], "ci_low": lows,
-                            "ci_high": highs, "n_seeds": 8, "rel_to_default": 1.0, "best_baseline": "least-load"})
+                            "ci_high": highs, "n_seeds": 8, "rel_to_default": 1.0, "best_baseline": "least-load",
+                            "note": ""})
     (row,) = sensitivity_claims(summary)
     assert row["verdict"] == robust_verdict(list(zip(lows, highs))) == expected
     assert row["claim_id"] == "C17_robustness" and row["n_seeds"] == 8
     record_claims("fig10", [row], outdir=tmp_path)
+
+
+def _two_workloads(main_gains, trace_gains):
+    """A hand-made fig09 frame with the figure's two workload rows (the trace row's cost-model gains differ)."""
+    return pd.concat([_ablation_frame(*main_gains).assign(workload="bailian-coder"),
+                      _ablation_frame(*trace_gains).assign(workload="claude-code")], ignore_index=True)
+
+
+def test_fig09_claims_read_the_main_row_and_the_table_the_trace_row():
+    df = _two_workloads((0.04, 0.02), (-0.05, -0.05))
+    main = {r["claim_id"]: r for r in fig09.claims(df)}
+    assert main["C15_ablation_cost"]["verdict"] == "reproduced"  # the main row's +4 % / +2 %, not the trace's -5 %
+    alone = ablation_claims(ablation_gains(df[df["workload"] == "bailian-coder"].drop(columns="workload")))
+    assert [r["verdict"] for r in fig09.claims(df)] == [r["verdict"] for r in alone]
+    table = fig09.tables(df)["fig09_ablation_second_row_claims"].set_index("claim_id")
+    assert table["workload"].unique().tolist() == ["claude-code"]
+    assert table.loc["C15_ablation_cost", "verdict"] == "contradicted"  # the trace row's -5 %, judged apart
+    gains = ablation_gains(df)
+    assert gains.groupby("workload").size().to_dict() == {"bailian-coder": 8, "claude-code": 8}
+    with pytest.raises(ValueError, match="one workload"):
+        ablation_claims(gains)
+
+
+def test_a_variant_without_goodput_makes_the_claim_undetermined_not_a_crash():
+    frame = _ablation_frame(0.04, 0.02)
+    v1 = frame["variant"].str.startswith("v1") & (frame["testbed"] == "235b") & (frame["seed"] == 3)
+    frame.loc[v1, "goodput_tps"] = 0.0
+    gains = ablation_gains(frame)
+    row = gains[(gains["testbed"] == "235b") & (gains["from_variant"].str.startswith("v1"))].iloc[0]
+    assert np.isnan(row["gain"]) and row["n_seeds"] == 0 and "seed(s) [3]" in row["note"]
+    assert gains.loc[gains["testbed"] == "30b", "note"].eq("").all()
+    cost = {r["claim_id"]: r for r in ablation_claims(gains)}["C15_ablation_cost"]
+    assert cost["verdict"] == "undetermined" and "no goodput at seed(s) [3]" in cost["reproduced"]
+
+
+def test_sensitivity_summary_per_workload_and_without_a_baseline_ratio(sensitivity_frame):
+    df = pd.concat([sensitivity_frame.assign(workload="bailian-coder"),
+                    sensitivity_frame.assign(workload="claude-code")], ignore_index=True)
+    summary = sensitivity_summary(df)
+    alone = sensitivity_summary(sensitivity_frame)
+    assert summary.columns[0] == "workload" and len(summary) == 2 * len(alone)
+    pd.testing.assert_frame_equal(summary[summary["workload"] == "claude-code"].drop(columns="workload")
+                                  .reset_index(drop=True), alone)
+    with pytest.raises(ValueError, match="one workload"):
+        sensitivity_claims(summary)
+    empty = sensitivity_frame.copy()
+    empty.loc[(empty["policy"] != "smetric") & (empty["seed"] == 1), "goodput_tps"] = 0.0  # no baseline goodput
+    broken = sensitivity_summary(empty)
+    assert broken["gain_vs_best"].isna().all() and (broken["n_seeds"] == 0).all()
+    assert broken["note"].str.contains(r"seed\(s\) \[1\]").all()
+    (row,) = sensitivity_claims(broken)
+    assert row["verdict"] == "undetermined" and "no goodput at seed(s) [1]" in row["reproduced"]
+
+
+def test_fig09_fig10_quick_presets_carry_the_trace_row():
+    for module in (fig09, fig10):
+        second = wr.second_params(module.Params.quick())
+        assert second.workload == wr.REAL_TRACE and second.seeds == module.Params.quick().seeds
+    assert wr.second_params(fig09.Params()).minutes == {"30b": 10.0, "235b": 20.0}
+    assert max(wr.second_params(fig10.Params()).rpm_per_instance) <= 3.0  # the trace knees near 1-2, not near 50
 
 
 def test_phase_diagram_bounds_and_axes(phase_frame):

@@ -11,7 +11,9 @@ Every figure point is a labelled *case* (a policy and its parameters) run on a k
 cluster size, window, store, overrides) at one offered load in requests per minute per instance
 (:func:`smetric.experiments.setups.offered_point`: the workload is generated at that rate, so the
 tool/think gaps stay as calibrated); :func:`run_cases` evaluates a list of them with one sweep.
-"Peak" goodput is the maximum over the offered-load grid.
+"Peak" goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's
+main row and its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per
+workload; a claim is judged on one workload at a time.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .claims import paper_value
 from .setups import DEFAULT_WORKLOAD, WORKLOADS, offered_point, paper_cluster
 from .sweep import sweep
 from .verdicts import Interval, claim_columns, gain_interval
+from .workload_rows import row_grid, workload_frames
 
 __all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
            "ablation", "ablation_gains", "ablation_claims", "plot_ablation",
@@ -156,29 +159,57 @@ def ablation(testbeds: Sequence[str] = ("30b", "235b"), rpm_per_instance: Mappin
 
 
 def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:
-    """Gain of each component from the peaks of an :func:`ablation` frame, per testbed, paired per seed.
+    """Gain of each component from the peaks of an :func:`ablation` frame, per testbed (and per ``workload``
+    when the frame has that column, e.g. a figure's two workload rows), paired per seed.
 
     Per seed, ``peak(to) / peak(from) - 1`` (peak = max over the load grid; the two variants see the same
     workload); ``gain`` is their mean with the paired t-interval ``ci_low..ci_high`` over ``n_seeds``
     (:func:`~smetric.experiments.verdicts.gain_interval`), ``gain_min``/``gain_max`` their range.
-    ``primary`` marks the paper's order (cost model added to v1, then the SLO guard on top).
+    ``primary`` marks the paper's order (cost model added to v1, then the SLO guard on top). A step whose
+    ``from`` variant has no goodput at some seed has no ratio there: its gain and interval are NaN
+    (``n_seeds`` 0, an undetermined verdict) and ``note`` names the seeds; ``note`` is empty otherwise.
     """
-    peaks = peak_goodput(frame, ["testbed", "seed", "variant"]).unstack("variant")
     rows = []
-    for testbed, sub in peaks.groupby(level="testbed", sort=False):
-        for claim, component, context, src, dst, primary in _STEPS:
-            per_seed = sub[dst] / sub[src] - 1.0
-            iv = gain_interval(per_seed)
-            rows.append({"testbed": testbed, "claim_id": claim, "component": component, "context": context,
-                         "primary": primary, "from_variant": src, "to_variant": dst,
-                         "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
-                         "ci_low": iv.low, "ci_high": iv.high, "gain_min": per_seed.min(), "gain_max": per_seed.max(),
-                         "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan)})
+    for workload, sub_frame in _by_workload(frame):
+        peaks = peak_goodput(sub_frame, ["testbed", "seed", "variant"]).unstack("variant")
+        for testbed, sub in peaks.groupby(level="testbed", sort=False):
+            for claim, component, context, src, dst, primary in _STEPS:
+                empty = sorted(int(s) for s in sub.index.get_level_values("seed")[~(sub[src] > 0).to_numpy()])
+                per_seed = sub[dst] / sub[src] - 1.0
+                iv = gain_interval(per_seed) if not empty else Interval(np.nan, np.nan, np.nan, 0)
+                note = f"'{src}' has no goodput at seed(s) {empty}: no ratio, undetermined" if empty else ""
+                rows.append({**workload, "testbed": testbed, "claim_id": claim, "component": component,
+                             "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
+                             "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
+                             "ci_low": iv.low, "ci_high": iv.high,
+                             "gain_min": per_seed.min() if not empty else np.nan,
+                             "gain_max": per_seed.max() if not empty else np.nan,
+                             "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
     return pd.DataFrame(rows)
 
 
-def _interval_text(r) -> str:
-    return f"{r.testbed}: {r.gain:+.1%} (95 % CI {r.ci_low:+.1%}..{r.ci_high:+.1%}, n {int(r.n_seeds)}"
+def _by_workload(frame: pd.DataFrame) -> list[tuple[dict, pd.DataFrame]]:
+    """``({"workload": w}, its rows)`` per workload of a frame with a ``workload`` column (main first), else
+    ``({}, frame)``: the summaries of a figure's two workload rows are computed apart, labelled alike."""
+    if "workload" not in frame.columns:
+        return [({}, frame)]
+    return [({"workload": w}, sub) for w, sub in workload_frames(frame)]
+
+
+def _one_workload(table: pd.DataFrame, what: str) -> None:
+    """Refuse to judge a claim on a table that mixes workloads (judge each row apart: ``workload_rows``)."""
+    if "workload" in table.columns and table["workload"].nunique() > 1:
+        raise ValueError(f"{what} judges one workload, got {sorted(table['workload'].unique())}; "
+                         "judge each apart (workload_rows.on_main / row_claims)")
+
+
+def _interval_text(r, paper: bool) -> str:
+    """One testbed's gain of an :func:`ablation_gains` row as claims text (with the paper's number if ``paper``)."""
+    theirs = f"paper {r.paper:+.1%}" if paper else None
+    if r.note:
+        return f"{r.testbed}: {r.note}" + (f" ({theirs})" if theirs else "")
+    inner = f"95 % CI {r.ci_low:+.1%}..{r.ci_high:+.1%}, n {int(r.n_seeds)}" + (f"; {theirs}" if theirs else "")
+    return f"{r.testbed}: {r.gain:+.1%} ({inner})"
 
 
 def ablation_claims(gains: pd.DataFrame) -> list[dict]:
@@ -186,8 +217,10 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
 
     The paper's two numbers are read as 30B / 235B: one interval per testbed in that order, the claim
     the weaker of the two verdicts (:func:`~smetric.experiments.verdicts.claim_columns`). Every paper
-    testbed must be in the frame.
+    testbed must be in the frame, and one workload only. A testbed without a ratio (``note``) makes the claim
+    undetermined.
     """
+    _one_workload(gains, "ablation_claims")
     rows = []
     for claim, sub in gains[gains["primary"]].groupby("claim_id", sort=False):
         order = list(PAPER_ABLATION[claim])
@@ -197,13 +230,13 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
         sub = sub.set_index("testbed").loc[order].reset_index()
         intervals = [_as_interval(r) for r in sub.itertuples()]
         columns = claim_columns(intervals, paper_value(claim))
-        measured = "; ".join(f"{_interval_text(r)}; paper {r.paper:+.1%})" for r in sub.itertuples())
+        measured = "; ".join(_interval_text(r, paper=True) for r in sub.itertuples())
         other = gains[(gains["claim_id"] == claim) & ~gains["primary"]]
         step = sub.iloc[0]
         alt = ""
         if len(other):
             alt = (f" The other order, '{other.iloc[0].to_variant}' over '{other.iloc[0].from_variant}': "
-                   + "; ".join(f"{_interval_text(r)})" for r in other.itertuples()) + ".")
+                   + "; ".join(_interval_text(r, paper=False) for r in other.itertuples()) + ".")
         rows.append({"claim_id": claim, "reproduced": measured,
                      "reason": (f"per workload seed, peak goodput (max over loads) of '{step.to_variant}' over "
                                 f"'{step.from_variant}' (the paper's order), paired t-interval over the seeds; "
@@ -221,34 +254,37 @@ def _as_interval(r) -> Interval:
 
 def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
     """Goodput vs offered load per testbed (one line per variant, band = seed range) and a bar panel of
-    the component gains, measured (both orders) vs the paper's; returns the Figure."""
-    import matplotlib.pyplot as plt
+    the component gains, measured (both orders) vs the paper's (main row only); one row of panels per
+    workload of ``frame`` (``gains`` from :func:`ablation_gains` of the same frame); returns the Figure."""
     import seaborn as sns
 
     from ..plotting import set_style
 
     set_style()
     testbeds = list(dict.fromkeys(frame["testbed"]))
-    fig, axes = plt.subplots(1, len(testbeds) + 1, figsize=(4.6 * (len(testbeds) + 1), 4.2), squeeze=False)
-    axes = axes[0]
+    fig, rows = row_grid(frame, len(testbeds) + 1, width=4.6 * (len(testbeds) + 1), height=4.2)
     palette = dict(zip(ABLATION_VARIANTS, sns.color_palette("colorblind", len(ABLATION_VARIANTS))))
-    for ax, testbed in zip(axes, testbeds):
-        sub = frame[frame["testbed"] == testbed]
-        sns.lineplot(sub, x="rpm_per_instance", y=sub["goodput_tps"] / 1e3, hue="variant",
-                     hue_order=list(ABLATION_VARIANTS), palette=palette, marker="o", errorbar=("pi", 100), ax=ax)
-        ax.set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
-               title=f"{testbed.upper()} testbed (workload seeds: {sub['seed'].nunique()})")
-        ax.legend(fontsize=7, title=None)
-    bars = gains.assign(step=gains["component"] + "\n" + gains["context"], measured=100 * gains["gain"])
-    paper = gains[gains["primary"]].assign(step=lambda d: d["component"] + "\n" + d["context"],
-                                           measured=lambda d: 100 * d["paper"],
-                                           testbed=lambda d: d["testbed"] + " paper")
-    both = pd.concat([bars, paper], ignore_index=True)
-    order = list(dict.fromkeys(bars["step"]))
-    sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h")
-    axes[-1].axvline(0, color="0.3", lw=1)
-    axes[-1].set(xlabel="peak goodput gain (%)", ylabel="", title="Component gains (top two: paper's order)")
-    axes[-1].legend(fontsize=7, title=None)
+    for i, (workload, data, axes) in enumerate(rows):
+        prefix = f"{workload}: " if workload else ""
+        for ax, testbed in zip(axes, testbeds):
+            sub = data[data["testbed"] == testbed]
+            sns.lineplot(sub, x="rpm_per_instance", y=sub["goodput_tps"] / 1e3, hue="variant",
+                         hue_order=list(ABLATION_VARIANTS), palette=palette, marker="o", errorbar=("pi", 100), ax=ax)
+            ax.set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
+                   title=f"{prefix}{testbed.upper()} testbed (workload seeds: {sub['seed'].nunique()})")
+            ax.legend(fontsize=7, title=None)
+        mine = gains[gains["workload"] == workload] if workload else gains
+        bars = mine.assign(step=mine["component"] + "\n" + mine["context"], measured=100 * mine["gain"])
+        paper = mine[mine["primary"]].assign(step=lambda d: d["component"] + "\n" + d["context"],
+                                             measured=lambda d: 100 * d["paper"],
+                                             testbed=lambda d: d["testbed"] + " paper")
+        both = pd.concat([bars, paper], ignore_index=True) if i == 0 else bars  # the paper's numbers: main row
+        order = list(dict.fromkeys(bars["step"]))
+        sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h")
+        axes[-1].axvline(0, color="0.3", lw=1)
+        axes[-1].set(xlabel="peak goodput gain (%)", ylabel="",
+                     title=f"{prefix}component gains\n(top two: paper's order)")
+        axes[-1].legend(fontsize=7, title=None)
     fig.tight_layout()
     return fig
 
@@ -307,14 +343,28 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
 
 
 def sensitivity_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per (knob, value) of a :func:`sensitivity` frame: SMETRIC's peak goodput (seed mean),
-    relative to SMETRIC's default under the same SLO, and its gain over the best baseline under the same SLO,
-    paired per seed: the baseline with the highest seed-mean peak, then ``gain_vs_best`` = the mean of the
-    per-seed ``peak / baseline peak - 1`` with its paired t-interval ``ci_low..ci_high`` over ``n_seeds``.
+    """One row per (knob, value) of a :func:`sensitivity` frame (per ``workload`` first when the frame has that
+    column): SMETRIC's peak goodput (seed mean), relative to SMETRIC's default under the same SLO, and its gain
+    over the best baseline under the same SLO, paired per seed: the baseline with the highest seed-mean peak,
+    then ``gain_vs_best`` = the mean of the per-seed ``peak / baseline peak - 1`` with its paired t-interval
+    ``ci_low..ci_high`` over ``n_seeds``.
 
     Knobs: ``hit_ratio`` and ``slack`` (paper SLO, the other parameter at its default) and
-    ``slo_scale`` (both at their defaults).
+    ``slo_scale`` (both at their defaults). Where the best baseline has no goodput at some seed there is no
+    ratio: the gain and interval are NaN (``n_seeds`` 0, undetermined) and ``note`` names the seeds;
+    ``rel_to_default`` is NaN where SMETRIC's default has no goodput.
     """
+    parts = []
+    for workload, sub in _by_workload(frame):
+        rows = _sensitivity_rows(sub)
+        for key, value in workload.items():
+            rows.insert(0, key, value)
+        parts.append(rows)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _sensitivity_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`sensitivity_summary` of one workload's rows."""
     defaults = get_policy("smetric").params
     d_hit, d_slack = float(defaults["hit_ratio"]), float(defaults["slack"])
     ours = frame[frame["policy"] == "smetric"]
@@ -335,16 +385,16 @@ def sensitivity_summary(frame: pd.DataFrame) -> pd.DataFrame:
             means = theirs.groupby(level="policy").mean().sort_index()
             best = str(means.idxmax())
             paired = theirs.loc[best].reindex(mine.index)
-            if not (paired > 0).all():
-                raise ValueError(f"{best} has no positive peak goodput at every seed under SLO x{scale:g} "
-                                 f"({paired.to_dict()}); a relative gain needs one (raise the loads or the window)")
-            iv = gain_interval(mine / paired - 1.0)
+            empty = sorted(int(s) for s in paired.index[~(paired > 0).to_numpy()])
+            iv = gain_interval(mine / paired - 1.0) if not empty else Interval(np.nan, np.nan, np.nan, 0)
             rows.append({"knob": knob, "value": key[pos], "slo_scale": scale, "smetric_peak": mine.mean(),
                          "default_peak": peaks.loc[(d_hit, d_slack, scale)].mean(), "best_baseline": best,
                          "best_baseline_peak": means[best], "gain_vs_best": iv.mean, "ci_low": iv.low,
-                         "ci_high": iv.high, "n_seeds": iv.n})
+                         "ci_high": iv.high, "n_seeds": iv.n,
+                         "note": f"{best} has no goodput at seed(s) {empty}: no ratio, undetermined" if empty else ""})
     out = pd.DataFrame(rows).sort_values(["knob", "value"], kind="stable", ignore_index=True)
-    out.insert(out.columns.get_loc("gain_vs_best"), "rel_to_default", out["smetric_peak"] / out["default_peak"])
+    rel = out["smetric_peak"] / out["default_peak"].where(out["default_peak"] > 0)
+    out.insert(out.columns.get_loc("gain_vs_best"), "rel_to_default", rel)
     return out
 
 
@@ -352,7 +402,9 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     """The C17 row for :func:`record_claims`: "robust" over every condition (each hyperparameter value and
     SLO scale): reproduced when every condition's interval of SMETRIC's gain over the best baseline lies
     above 0, contradicted when any lies below 0, tie otherwise
-    (:func:`~smetric.experiments.verdicts.robust_verdict`)."""
+    (:func:`~smetric.experiments.verdicts.robust_verdict`); undetermined when a condition has no interval
+    (``note``). One workload only."""
+    _one_workload(summary, "sensitivity_claims")
     intervals = [Interval(float(r.gain_vs_best), float(r.ci_low), float(r.ci_high), int(r.n_seeds), "t", 0.95)
                  for r in summary.itertuples()]
     columns = claim_columns(intervals, paper_value("C17_robustness"))
@@ -360,6 +412,9 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     def knob_text(knob, sub):
         parts = []
         for r in sub.itertuples():
+            if r.note:
+                parts.append(f"{r.value:g}: {r.note}")
+                continue
             where = "above 0" if r.ci_low > 0 else "below 0" if r.ci_high < 0 else "contains 0"
             parts.append(f"{r.value:g}: {r.gain_vs_best:+.1%} [{r.ci_low:+.1%}, {r.ci_high:+.1%}] {where}")
         return f"{knob} " + ", ".join(parts)
@@ -377,8 +432,8 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
 
 
 def plot_sensitivity(summary: pd.DataFrame):
-    """One panel per knob: SMETRIC's peak goodput relative to its default and to the best baseline (%)."""
-    import matplotlib.pyplot as plt
+    """One panel per knob: SMETRIC's peak goodput relative to its default and to the best baseline (%); one row
+    of panels per workload of a :func:`sensitivity_summary` (each row its own y scale)."""
     import seaborn as sns
 
     from ..plotting import set_style
@@ -386,19 +441,21 @@ def plot_sensitivity(summary: pd.DataFrame):
     set_style()
     titles = {"hit_ratio": "hit-ratio threshold (eviction detection)", "slack": "SLO slack",
               "slo_scale": "SLO scale (TTFT and TPOT limits x)"}
-    long = pd.concat([
-        summary.assign(comparison="vs SMETRIC default", pct=100 * (summary["rel_to_default"] - 1.0)),
-        summary.assign(comparison="vs best baseline, same SLO", pct=100 * summary["gain_vs_best"]),
-    ], ignore_index=True)
-    palette = dict(zip(long["comparison"].unique(), sns.color_palette("colorblind", 2)))
-    long = long[(long["knob"] != "slo_scale") | (long["comparison"] != "vs SMETRIC default")]  # itself
     knobs = [k for k in titles if k in set(summary["knob"])]
-    fig, axes = plt.subplots(1, len(knobs), figsize=(4.4 * len(knobs), 3.9), squeeze=False, sharey=True)
-    for ax, knob in zip(axes[0], knobs):
-        sub = long[long["knob"] == knob].assign(setting=lambda d: d["value"].map("{:g}".format))
-        sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette)
-        ax.axhline(0, color="0.3", lw=1)
-        ax.set(xlabel=knob, ylabel="peak goodput difference (%)", title=titles[knob])
-        ax.legend(fontsize=7, title=None)
+    palette = dict(zip(["vs SMETRIC default", "vs best baseline, same SLO"], sns.color_palette("colorblind", 2)))
+    fig, rows = row_grid(summary, len(knobs), width=4.4 * len(knobs), height=3.9, sharey="row")
+    for workload, data, axes in rows:
+        long = pd.concat([
+            data.assign(comparison="vs SMETRIC default", pct=100 * (data["rel_to_default"] - 1.0)),
+            data.assign(comparison="vs best baseline, same SLO", pct=100 * data["gain_vs_best"]),
+        ], ignore_index=True)
+        long = long[(long["knob"] != "slo_scale") | (long["comparison"] != "vs SMETRIC default")]  # itself
+        for ax, knob in zip(axes, knobs):
+            sub = long[long["knob"] == knob].assign(setting=lambda d: d["value"].map("{:g}".format))
+            sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette)
+            ax.axhline(0, color="0.3", lw=1)
+            ax.set(xlabel=knob, ylabel="peak goodput difference (%)",
+                   title=f"{workload}: {titles[knob]}" if workload else titles[knob])
+            ax.legend(fontsize=7, title=None)
     fig.tight_layout()
     return fig

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import ablation as ab
+from .. import workload_rows as wr
 from ..figure import FigureParams, param
 from ._common import SEEDS
 
@@ -27,18 +28,22 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0, 3.0), "minutes": 10.0},
+                             "parameters of the row beside the main one: the real claude-code trace at loads "
+                             "around its knee ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(hit_ratios=(0.1, 0.9), slacks=(2.0,), slo_scales=(0.5, 1.0), baselines=("least-load",),
-                   rpm_per_instance=(24.0, 36.0), minutes=2.0, n_instances=4, seeds=(0, 1))
+                   rpm_per_instance=(24.0, 36.0), minutes=2.0, n_instances=4, seeds=(0, 1),
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0), "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return ab.sensitivity(testbed=p.testbed, hit_ratios=p.hit_ratios, slacks=p.slacks, slo_scales=p.slo_scales,
-                          baselines=p.baselines, rpm_per_instance=p.rpm_per_instance, seeds=p.seeds, minutes=p.minutes,
-                          n_instances=p.n_instances, warmup_frac=p.warmup_frac, workload=p.workload, trace=p.trace,
-                          jobs=jobs)
+    return wr.compute_rows(p, lambda q: ab.sensitivity(
+        testbed=q.testbed, hit_ratios=q.hit_ratios, slacks=q.slacks, slo_scales=q.slo_scales, baselines=q.baselines,
+        rpm_per_instance=q.rpm_per_instance, seeds=q.seeds, minutes=q.minutes, n_instances=q.n_instances,
+        warmup_frac=q.warmup_frac, workload=q.workload, trace=q.trace, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
@@ -49,5 +54,13 @@ def plot(df: pd.DataFrame):
     return ab.plot_sensitivity(ab.sensitivity_summary(df))
 
 
-def claims(df: pd.DataFrame) -> list[dict]:
+def _claims(df: pd.DataFrame) -> list[dict]:
+    """C17 from one workload's rows."""
     return ab.sensitivity_claims(ab.sensitivity_summary(df))
+
+
+def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {"fig10_sensitivity_second_row_claims": wr.row_claims(df, _claims)}
+
+
+claims = wr.on_main(_claims)
