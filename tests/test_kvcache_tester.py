@@ -88,6 +88,21 @@ def test_calls_sessions_gaps_and_arrivals(folder):
     assert np.all(w.parent[w.turn > 0] >= 0) and np.all(w.parent[w.turn == 0] == -1)
 
 
+def test_a_think_time_counted_from_an_earlier_completion_is_capped(tmp_path):
+    """After a call without ``api_time`` the recorded think time counts from an earlier completion and can
+    exceed the time since the previous call: the gap is capped at that time (t - t_prev)."""
+    calls = [{"t": 0.0, "type": "s", "in": 128, "out": 4, "hash_ids": [1, 2], "api_time": 3.0},
+             {"t": 8.0, "type": "s", "in": 192, "out": 4, "hash_ids": [1, 2, 3], "think_time": 5.0},
+             {"t": 10.0, "type": "s", "in": 256, "out": 4, "hash_ids": [1, 2, 3, 4], "think_time": 7.0,
+              "api_time": 1.0},
+             {"t": 30.0, "type": "s", "in": 320, "out": 4, "hash_ids": [1, 2, 3, 4, 5], "think_time": 19.0}]
+    doc = {"id": "c", "block_size": 64, "hash_id_scope": "local", "tool_tokens": 0, "system_tokens": 0,
+           "requests": calls}
+    w = read_conversations(_write(tmp_path / "s", {"c.json": doc}))[0].workload(seed=0)
+    order = np.argsort(w.arrival)
+    np.testing.assert_allclose(w.gap[order], [0.0, 5.0, 2.0, 19.0])  # 7 s from t=3 s, capped at 10 - 8
+
+
 def test_block_ids_are_chained_offset_per_conversation_with_fresh_tails(folder):
     w = read_conversations(folder)[0].workload(seed=0)
     rows = {(int(i), int(o)): r for r, (i, o) in enumerate(zip(w.input_len, w.output_len))}

@@ -21,8 +21,12 @@ the :class:`~smetric.workload.Workload`:
   offered rate (seeded ``numpy.random.Generator``): each once in a random order, or, over a time
   window, drawn with replacement (:meth:`Conversations.workload`); a call arrives at its
   conversation's start plus its recorded ``t`` (a sub-agent's calls at start + spawn ``t`` + their own).
-- **gap** (think time, from the parent's completion, used by closed replay): ``think_time``; where
-  it is absent, ``t - t_prev - api_time_prev`` (clipped at 0), or ``t - t_prev`` without ``api_time``.
+- **gap** (think time, from the parent's completion, used by closed replay): ``think_time``, capped at
+  ``t - t_prev``; where it is absent, ``t - t_prev - api_time_prev`` (clipped at 0), or ``t - t_prev``
+  without ``api_time``. The cap matters: ``think_time`` counts from the last call that *completed* with
+  an ``api_time``, so after a call without one (4,274 of the 49,334 calls of the Claude Code trace) it
+  can exceed the time since that call's start (4,099 times, by up to 6,688 s), which closed replay would
+  turn into hours of delay after the parent's finish.
 - **shared prefix** (``shared_prefix=True``, off by default): the first ``(tool_tokens +
   system_tokens) // block_size`` blocks of every call are taken as common to all conversations
   (one canonical prefix for the conversations, one per sub-agent type), as a deployment serving
@@ -333,7 +337,7 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
             if prev_t is None:
                 gap = 0.0
             elif think is not None:
-                gap = float(think)
+                gap = min(float(think), t - prev_t)
             elif prev_api is not None:
                 gap = max(t - prev_t - prev_api, 0.0)
             else:
