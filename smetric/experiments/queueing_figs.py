@@ -204,8 +204,10 @@ def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
             sns.lineplot(data=plot, x="rpm", y=metric, hue="queue", style="router", markers=True, errorbar=None,
                          ax=ax, legend=i == 0 and ax is axes[0][0])
             ax.set(xlabel="offered load (requests/min/instance)", ylabel=label, title=workload)
-            if metric in ("queue_wait_max", "latency_p99"):  # symlog where a load never queued (a wait of 0)
-                ax.set_yscale("log") if (plot[metric] > 0).all() else ax.set_yscale("symlog", linthresh=1.0)
+            if metric in ("queue_wait_max", "latency_p99") and (plot[metric] > 0).all():
+                ax.set_yscale("log")
+            elif metric in ("queue_wait_max", "latency_p99"):  # a load that never queued (a wait of 0)
+                ax.set_yscale("symlog", linthresh=1.0)
     w = weights.melt(id_vars=["alpha", "gamma", "seed"], value_vars=["long_wait_p99", "short_wait_p99"],
                      var_name="turns", value_name="wait")
     w["turns"] = w["turns"].map({"long_wait_p99": "long turns (12k-token prompts)", "short_wait_p99": "short turns"})
