@@ -249,6 +249,12 @@ def queue_findings(df: pd.DataFrame, weights: pd.DataFrame) -> list[str]:
                 f"p99 turn latency {_change(row['latency_p99'], base['latency_p99'])}, "
                 f"max wait {row['queue_wait_max']:.0f} s vs {base['queue_wait_max']:.0f} s, "
                 f"goodput {_change(row['goodput_tps'], base['goodput_tps'])}")
+    for workload, g in table.groupby("workload", sort=False):
+        fcfs = g[g["queue"] == "fcfs"].set_index(["rpm", "router"])[list(METRICS)]
+        others = [q.set_index(["rpm", "router"])[list(METRICS)] for _, q in g[g["queue"] != "fcfs"].groupby("queue")]
+        if others and all(q.reindex(fcfs.index).equals(fcfs) for q in others):
+            lines.append(f"{workload or 'the workload'}: every discipline equals fcfs exactly (seed means of "
+                         f"{', '.join(METRICS)}) at every load and router: no discipline changed what is measured here")
     w = weights.groupby(["alpha", "gamma"])[["long_wait_p99", "short_wait_mean", "throughput_tps"]].mean()
     g_min = w.index.get_level_values("gamma").min()
     urgency = w.xs(g_min, level="gamma")
