@@ -208,6 +208,7 @@ def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
                 ax.set_yscale("log")
             elif metric in ("queue_wait_max", "latency_p99"):  # a load that never queued (a wait of 0)
                 ax.set_yscale("symlog", linthresh=1.0)
+                ax.set_ylim(bottom=0.0)
     w = weights.melt(id_vars=["alpha", "gamma", "seed"], value_vars=["long_wait_p99", "short_wait_p99"],
                      var_name="turns", value_name="wait")
     w["turns"] = w["turns"].map({"long_wait_p99": "long turns (12k-token prompts)", "short_wait_p99": "short turns"})
