@@ -222,18 +222,20 @@ def _turns_text(median: float, mean: float, trace: bool) -> str:
 
 
 def _workload_findings(cells: pd.DataFrame) -> list[str]:
+    """:func:`phase_findings` of one workload's cells, one sentence a line."""
     trace = _from_trace(cells)
     turns = dict(zip(cells["turns_median"], cells["mean_turns"]))
 
     def where(row):
-        return (f"{row.bandwidth_gbs:g} GB/s, {_turns_text(row.turns_median, row.mean_turns, trace)}, "
-                f"{row.rpm_per_instance:g} rpm/instance")
+        length = "" if trace else f"{_turns_text(row.turns_median, row.mean_turns, False)}, "
+        return f"{row.bandwidth_gbs:g} GB/s, {length}{row.rpm_per_instance:g} rpm/instance"
 
     counts = cells["regime"].value_counts()
     lines = [f"{len(cells)} cells: " + ", ".join(f"{counts.get(r, 0)} {r}" for r in _REGIMES) + "."]
     if trace:
-        lines.append(f"Session length: the trace's own sessions, {_turns_text(*next(iter(turns.items())), True)} "
-                     "(no turns axis).")
+        (median, mean), = turns.items()
+        lines.append(f"Session length: the trace's own sessions (median {median:g} calls, mean {mean:.0f}; "
+                     "no turns axis).")
     live = cells.dropna(subset=["gain"])
     if len(live):
         top, low = live.loc[live["gain"].idxmax()], live.loc[live["gain"].idxmin()]
