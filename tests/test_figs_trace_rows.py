@@ -46,7 +46,7 @@ def test_phase_diagram_on_a_trace_file_has_one_turns_value(trace_file):
     cells = phase_cells(df)
     assert len(cells) == 4 and set(cells["turns_source"]) == {"trace"}
     text = phase_findings(cells)
-    assert f"trace (median {median:g} calls" in text and "Mean gain by median turns" not in text
+    assert f"own sessions (median {median:g} calls" in text and "Mean gain by median turns" not in text
     fig = plot_phase(cells)
     ticks = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert any(t.startswith("trace") for t in ticks)
