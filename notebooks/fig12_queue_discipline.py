@@ -22,7 +22,9 @@
 # * **smetric-score**: S = α/E[T] + β·P + γ·L/L_max − δ·R (defaults α=1, β=0, γ=1, δ=0.5, L_max=10 s), E[T] the turn's estimated *GPU* time (prefill of its uncached tokens + decode), never its tool/think gap; a request whose KV does not fit is skipped.
 # * **mlfq**: high (first turns, E[T] < 100 ms, priority sessions; oldest first) > medium (by S) > low (E[T] > 2 s); promotion after 5 s (low → medium) and 10 s (→ high).
 #
-# Row 1: the 30B testbed in **closed replay** (a turn that waits delays the rest of its session), the SMETRIC and least-load routers, three offered loads (36, 48, 56 rpm/instance: below, near and past the knee of `bailian-coder`; windows of 5 min to fit the budget). Row 2: the score's weights on a single instance fed short turns past its capacity plus a long turn every few seconds — the starvation mechanism in isolation. There is no paper claim for this figure (the scheduler blueprint is a design note); the last cell prints what we measured.
+# Row 1: the 30B testbed in **closed replay** (a turn that waits delays the rest of its session), the SMETRIC and least-load routers, three offered loads (36, 48, 56 rpm/instance: below, near and past the knee of `bailian-coder`; windows of 5 min to fit the budget). Row 2: the same on the real agent trace (below). Row 3: the score's weights on a single instance fed short turns past its capacity plus a long turn every few seconds — the starvation mechanism in isolation. There is no paper claim for this figure (the scheduler blueprint is a design note); the last cell prints what we measured.
+#
+# **Second row: the real agent trace.** The disciplines experiment again on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 1, 1.5 and 2.5 requests/min/instance: its prompts average ~122k tokens, so its 30B knee lies near 1.5 requests/min/instance (fig06), not near 50. Its windows are 10 minutes (few requests per minute), the seeds those of row 1. The findings print both workloads (parameter `second_row`, `{}` for none).
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick
@@ -43,6 +45,7 @@ gammas: list = None  # weight sweep: gamma (waiting time)
 short_rate: float = None  # weight sweep: short turns per second (capacity is ~18/s)
 duration: float = None  # weight sweep: seconds of stream
 long_every: float = None  # weight sweep: a long turn every this many seconds
+second_row: dict = None  # parameters of the disciplines row beside the main one: the real claude-code trace below, at and past its knee ({} for none)
 
 # %%
 from smetric.context import run_context
@@ -53,7 +56,7 @@ context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, testbed=testbed, n_instances=n_instances, minutes=minutes, loads=loads,
                               routers=routers, disciplines=disciplines, seeds=seeds, warmup_frac=warmup_frac,
                               workload=workload, trace=trace, alphas=alphas, gammas=gammas, short_rate=short_rate,
-                              duration=duration, long_every=long_every)
+                              duration=duration, long_every=long_every, second_row=second_row)
 params
 
 # %%

@@ -8,8 +8,10 @@ cell and workload seed and sets each run against the ideal bound of its workload
 (:func:`smetric.policies.bounds.ideal_bound`: perfect balance *and* every reusable token hit, capped
 by the offered token rate); :func:`phase_cells` gives SMETRIC's gain over the best baseline per
 cell, paired per seed with its t-interval, and :func:`phase_regimes` summarises where each regime lies.
-The session-length axis is a knob of the synthetic generator, so the workload is a synthetic preset
-(a real trace has its own, fixed session lengths).
+The session-length axis is a knob of the synthetic generator. A real trace (the ``claude-code``
+workload, or a ``trace`` file) has its own, fixed session lengths: on it the axis collapses to one
+value, the trace's sessions (``turns_source == "trace"``; ``turns_median`` / ``mean_turns`` are its
+median / mean calls per session), over the same bandwidths and loads.
 """
 
 from __future__ import annotations
@@ -23,12 +25,21 @@ import pandas as pd
 from ..cluster.config import GlobalStore
 from ..policies.bounds import ideal_bound
 from ..workload.synthetic import PRESETS, expected_turns, with_overrides
-from .ablation import RPM_LABEL, run_cases
-from .setups import DEFAULT_WORKLOAD, agent_workload, paper_cluster
+from .ablation import run_cases
+from .setups import (
+    DEFAULT_WORKLOAD,
+    TRACE_WORKLOADS,
+    _conversations,
+    _trace_file,
+    agent_workload,
+    paper_cluster,
+    trace_workload,
+)
 from .verdicts import gain_intervals, paired_gains
+from .workload_rows import row_grid, workload_frames
 
-__all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "phase_diagram", "phase_cells", "phase_regimes",
-           "phase_findings", "plot_phase"]
+__all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "session_lengths", "phase_diagram", "phase_cells",
+           "phase_regimes", "phase_findings", "plot_phase"]
 
 #: SMETRIC and the three strongest baselines at the 30B knee (see ``ablation.SENSITIVITY_BASELINES``).
 PHASE_POLICIES = ("smetric", "lmetric", "dynamo", "least-load")
@@ -44,12 +55,26 @@ SLO_FLOOR = 0.5
 _REGIMES = ("smetric wins", "tie", "smetric loses", "overloaded")
 
 
+def session_lengths(workload: str, trace: str | None = None) -> tuple[float, float]:
+    """Median and mean calls per session of a real trace: the ``trace`` file's sessions (the whole file), else
+    the conversations of the ``workload`` catalog trace (one of ``setups.TRACE_WORKLOADS``; sub-agent calls
+    included)."""
+    if trace is not None:
+        sessions = _trace_file(str(trace)).session
+    elif workload in TRACE_WORKLOADS:
+        sessions = _conversations(workload).conversation
+    else:
+        raise ValueError(f"{workload!r} is not a real trace ({', '.join(TRACE_WORKLOADS)}) and no trace file is given")
+    counts = np.unique(sessions, return_counts=True)[1]
+    return float(np.median(counts)), float(counts.mean())
+
+
 def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians: Sequence[float] = (1, 4, 16),
                   rpm_per_instance: Sequence[float] = (40.0, 52.0),
                   policies: Sequence[str] = PHASE_POLICIES,
                   testbed: str = "30b", n_instances: int = 16, minutes: float = 5.0, warmup_minutes: float = 360.0,
-                  seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD, warmup_frac: float = 0.25,
-                  kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
+                  seeds: Sequence[int] = (0,), workload: str = DEFAULT_WORKLOAD, trace: str | None = None,
+                  warmup_frac: float = 0.25, kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
     """Every policy in every (bandwidth GB/s, median turns, offered load) cell and seed; one row per run.
 
     The global store has unlimited capacity and ``bandwidth`` GB/s per instance, reached through
@@ -57,47 +82,62 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
     connector ignores the store's per-instance bandwidth, so the axis needs the ideal link); sessions have a
     log-normal number of turns with the given median (``workload``'s sigma; ``workload`` is a synthetic
     preset), arriving so that the cluster is offered ``rpm_per_instance`` requests per minute per instance.
-    Columns: ``seed, bandwidth_gbs, turns_median, mean_turns, rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
+    A real trace -- ``workload`` one of ``setups.TRACE_WORKLOADS`` (conversations start at the offered
+    rate) or ``trace``, a timestamped file or catalog name replayed at the offered rate (the same for
+    every seed) -- keeps its own sessions: ``turns_medians`` is ignored and the turns axis is the one
+    value of :func:`session_lengths`.
+    Columns: ``seed, bandwidth_gbs, turns_median, mean_turns, turns_source`` (``generator`` or ``trace``),
+    ``rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
     (the generated workload's own rate in the window), ``policy``, the summary metrics, then
     ``ideal_tps`` (the bound), ``offered_tps`` (the workload's token rate), ``ideal_goodput_tps`` (their
     minimum) and ``frac_ideal`` = goodput / ideal goodput.
     """
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError(f"policies must include smetric and at least one baseline, got {list(policies)}")
-    if not bandwidths or not turns_medians or not rpm_per_instance:
+    real = trace is not None or workload in TRACE_WORKLOADS
+    if not bandwidths or not rpm_per_instance or not (turns_medians or real):
         raise ValueError("phase_diagram needs at least one bandwidth, one turns median and one offered load")
-    if workload not in PRESETS:
+    if not real and workload not in PRESETS:
         raise ValueError(f"the phase diagram varies the generator's session length: workload must be a synthetic "
-                         f"preset ({', '.join(PRESETS)}), got {workload!r}")
+                         f"preset ({', '.join(PRESETS)}) or a real trace ({', '.join(TRACE_WORKLOADS)}, or trace=), "
+                         f"got {workload!r}")
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and at least one, got {seeds!r}")
+    if real:
+        median, mean = session_lengths(workload, trace)
+        turns_axis = {median: mean}
+    else:
+        config = PRESETS[workload].config
+        turns_axis = {float(m): expected_turns(with_overrides(config, turns_median=m)) for m in turns_medians}
     setups, bounds, rates, points = {}, {}, {}, []
     coef = paper_cluster(testbed, n_instances=n_instances).hardware_spec().coef_array
     top = float(max(rpm_per_instance))
     for seed in seeds:
-        for turns in turns_medians:
-            overrides = {"warmup_minutes": float(warmup_minutes), "turns_median": float(turns), "preset": workload,
-                         "reference_rpm": top}
+        for turns in turns_axis:
+            overrides = {"warmup_minutes": float(warmup_minutes), "preset": workload, "reference_rpm": top,
+                         **({} if real else {"turns_median": turns})}
             for rpm in rpm_per_instance:
-                key = (int(seed), float(turns), float(rpm))
-                w = agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides)
+                key = (int(seed), turns, float(rpm))
+                if trace is not None:
+                    w = trace_workload(trace, n_instances, minutes, float(rpm))
+                else:
+                    w = agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides)
                 bounds[key] = ideal_bound(w, coef, n_instances)
                 rates[key] = len(w) / (w.duration / 60.0) / n_instances
                 for bw in bandwidths:
                     setup = f"{bw:g} GB/s, turns {turns:g}"
                     setups[setup] = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
                                      "global_store": GlobalStore(capacity_gb=math.inf, bandwidth_gbs=float(bw)),
-                                     "workload_overrides": overrides,
+                                     "workload_overrides": overrides, "trace": trace,
                                      "cluster_overrides": {"kv_connector": kv_connector}}
                     for policy in policies:
-                        points.append({"seed": int(seed), "bandwidth_gbs": float(bw), "turns_median": float(turns),
+                        points.append({"seed": int(seed), "bandwidth_gbs": float(bw), "turns_median": turns,
                                        "rpm_per_instance": float(rpm), "case": policy, "setup": setup})
     cases = {p: (p, {}) for p in policies}
     frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
     key = pd.Series(list(zip(frame["seed"], frame["turns_median"], frame["rpm_per_instance"])), index=frame.index)
-    config = PRESETS[workload].config
-    mean_turns = {m: expected_turns(with_overrides(config, turns_median=m)) for m in frame["turns_median"].unique()}
-    frame.insert(3, "mean_turns", frame["turns_median"].map(mean_turns))
+    frame.insert(3, "mean_turns", frame["turns_median"].map(turns_axis))
+    frame.insert(4, "turns_source", "trace" if real else "generator")
     frame.insert(frame.columns.get_loc("rpm_per_instance") + 1, "offered_rpm_per_instance", key.map(rates.get))
     frame["ideal_tps"] = key.map(lambda k: bounds[k].tps)
     frame["offered_tps"] = key.map(lambda k: bounds[k].offered_tps)
@@ -109,6 +149,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
 def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: float = SLO_FLOOR) -> pd.DataFrame:
     """One row per cell of a :func:`phase_diagram` frame (seed means): SMETRIC vs the best baseline.
 
+    A cell is (``workload`` and ``turns_source`` where the frame has them, bandwidth, turns, load).
+
     The best baseline has the highest seed-mean goodput in the cell; ``gain`` is the mean of SMETRIC's
     per-seed ``goodput / baseline - 1`` with its paired t-interval ``ci_low..ci_high`` (NaN in overloaded
     cells and, for the interval, with one seed). ``regime``: ``overloaded`` (no policy meets the SLO for
@@ -116,7 +158,8 @@ def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: floa
     when the interval excludes 0 above / below and ``tie`` when it contains 0; with one seed the gain
     against +-``tie_band``.
     """
-    cell = ["bandwidth_gbs", "turns_median", "mean_turns", "rpm_per_instance"]
+    labels = [c for c in ("workload", "turns_source") if c in frame.columns]
+    cell = [*labels, "bandwidth_gbs", "turns_median", "mean_turns", "rpm_per_instance"]
     cols = ["goodput_tps", "ideal_goodput_tps", "frac_ideal", "hit_ratio_hbm", "slo_attainment"]
     means = frame.groupby([*cell, "policy"], sort=False)[cols].mean().reset_index()
     ours = means[means["policy"] == "smetric"].set_index(cell)
@@ -147,87 +190,128 @@ def phase_cells(frame: pd.DataFrame, tie_band: float = TIE_BAND, slo_floor: floa
 
 
 def phase_regimes(cells: pd.DataFrame) -> pd.DataFrame:
-    """Cells per regime and SMETRIC's mean gain and fraction of ideal along each axis (margins).
+    """Cells per regime and SMETRIC's mean gain and fraction of ideal along each axis (margins), per workload.
 
-    Columns ``axis, value, cells`` and one count column per regime, ``mean_gain`` (over non-overloaded
-    cells), ``smetric_frac_ideal`` and ``best_frac_ideal`` (means over all cells).
+    Columns (``workload`` where ``cells`` has one) ``axis, value, cells`` and one count column per regime,
+    ``mean_gain`` (over non-overloaded cells), ``smetric_frac_ideal`` and ``best_frac_ideal`` (means over all cells).
     """
     rows = []
-    for axis in ("bandwidth_gbs", "turns_median", "rpm_per_instance", "all"):
-        groups = [("all", cells)] if axis == "all" else cells.groupby(axis, sort=True)
-        for value, sub in groups:
-            counts = sub["regime"].value_counts()
-            rows.append({"axis": axis, "value": value, "cells": len(sub),
-                         **{r: int(counts.get(r, 0)) for r in _REGIMES},
-                         "mean_gain": sub["gain"].mean(), "smetric_frac_ideal": sub["smetric_frac_ideal"].mean(),
-                         "best_frac_ideal": sub["best_frac_ideal"].mean()})
+    for workload, frame in workload_frames(cells):
+        label = {"workload": workload} if "workload" in cells.columns else {}
+        for axis in ("bandwidth_gbs", "turns_median", "rpm_per_instance", "all"):
+            groups = [("all", frame)] if axis == "all" else frame.groupby(axis, sort=True)
+            for value, sub in groups:
+                counts = sub["regime"].value_counts()
+                rows.append({**label, "axis": axis, "value": value, "cells": len(sub),
+                             **{r: int(counts.get(r, 0)) for r in _REGIMES},
+                             "mean_gain": sub["gain"].mean(), "smetric_frac_ideal": sub["smetric_frac_ideal"].mean(),
+                             "best_frac_ideal": sub["best_frac_ideal"].mean()})
     return pd.DataFrame(rows)
 
 
-def phase_findings(cells: pd.DataFrame) -> str:
-    """The regimes of a :func:`phase_cells` frame in a few sentences (counts, extremes, axis margins)."""
+def _from_trace(cells: pd.DataFrame) -> bool:
+    """Whether the turns axis of ``cells`` (one workload) is a real trace's own sessions."""
+    return "turns_source" in cells.columns and bool((cells["turns_source"] == "trace").all())
+
+
+def _turns_text(median: float, mean: float, trace: bool) -> str:
+    """A turns value in words: the generator's median (mean), or the trace's own session length."""
+    if trace:
+        return f"trace (median {median:g} calls, mean {mean:.0f})"
+    return f"median {median:g} turns (mean {mean:.0f})"
+
+
+def _workload_findings(cells: pd.DataFrame) -> list[str]:
+    """:func:`phase_findings` of one workload's cells, one sentence a line."""
+    trace = _from_trace(cells)
+    turns = dict(zip(cells["turns_median"], cells["mean_turns"]))
 
     def where(row):
-        return f"{row.bandwidth_gbs:g} GB/s, median {row.turns_median:g} turns, {row.rpm_per_instance:g} rpm/instance"
+        length = "" if trace else f"{_turns_text(row.turns_median, row.mean_turns, False)}, "
+        return f"{row.bandwidth_gbs:g} GB/s, {length}{row.rpm_per_instance:g} rpm/instance"
 
     counts = cells["regime"].value_counts()
     lines = [f"{len(cells)} cells: " + ", ".join(f"{counts.get(r, 0)} {r}" for r in _REGIMES) + "."]
+    if trace:
+        (median, mean), = turns.items()
+        lines.append(f"Session length: the trace's own sessions (median {median:g} calls, mean {mean:.0f}; "
+                     "no turns axis).")
     live = cells.dropna(subset=["gain"])
     if len(live):
         top, low = live.loc[live["gain"].idxmax()], live.loc[live["gain"].idxmin()]
         lines.append(f"Largest gain {top.gain:+.1%} ({where(top)}, vs {top.best_baseline}); "
                      f"largest loss {low.gain:+.1%} ({where(low)}, vs {low.best_baseline}).")
-    regimes = phase_regimes(cells)
-    for axis, label in (("bandwidth_gbs", "bandwidth (GB/s)"), ("turns_median", "median turns"),
-                        ("rpm_per_instance", "offered load (rpm/instance)")):
+    regimes = phase_regimes(cells.drop(columns="workload", errors="ignore"))
+    axes = [("bandwidth_gbs", "bandwidth (GB/s)"), ("rpm_per_instance", "offered load (rpm/instance)")]
+    if not trace:
+        axes.insert(1, ("turns_median", "median turns"))
+    for axis, label in axes:
         sub = regimes[regimes["axis"] == axis]
         lines.append(f"Mean gain by {label}: " + ", ".join(f"{r.value:g}: {r.mean_gain:+.1%}" for r in sub.itertuples())
                      + ".")
     total = regimes[regimes["axis"] == "all"].iloc[0]
     lines.append(f"Fraction of the ideal goodput, mean over cells: SMETRIC {total.smetric_frac_ideal:.2f}, "
                  f"best baseline {total.best_frac_ideal:.2f}.")
-    return "\n".join(lines)
+    return lines
+
+
+def phase_findings(cells: pd.DataFrame) -> str:
+    """The regimes of a :func:`phase_cells` frame in a few sentences (counts, extremes, axis margins), per workload."""
+    blocks = []
+    for workload, sub in workload_frames(cells):
+        lines = _workload_findings(sub)
+        blocks.append("\n".join([f"{workload}:", *(f"  {line}" for line in lines)] if workload else lines))
+    return "\n\n".join(blocks)
 
 
 def plot_phase(cells: pd.DataFrame):
-    """Two rows of heatmaps, one column per offered load: SMETRIC's gain over the best baseline (%; grey =
-    overloaded) and SMETRIC's / the best baseline's fraction of the ideal goodput."""
-    import matplotlib.pyplot as plt
+    """One row of heatmaps per workload: one column per offered load of SMETRIC's gain over the best baseline
+    (%; grey = overloaded), then one per load of SMETRIC's / the best baseline's fraction of the ideal goodput.
+    A real trace's row has one turns value, its own sessions."""
     import seaborn as sns
 
     from ..plotting import set_style
 
     set_style()
-    rpms = sorted(cells["rpm_per_instance"].unique())
-    fig, axes = plt.subplots(2, len(rpms), figsize=(4.3 * len(rpms), 7.4), squeeze=False)
-    lim = max(5.0, float(np.nanmax(np.abs(cells["gain"]))) * 100 if cells["gain"].notna().any() else 5.0)
-    for col, rpm in enumerate(rpms):
-        sub = cells[cells["rpm_per_instance"] == rpm]
+    ncols = max(sub["rpm_per_instance"].nunique() for _, sub in workload_frames(cells))
+    fig, rows = row_grid(cells, 2 * ncols, width=4.5 * 2 * ncols, height=3.9)
+    for workload, frame, axes in rows:
+        trace = _from_trace(frame)
+        rpms = sorted(frame["rpm_per_instance"].unique())
+        has_gain = frame["gain"].notna().any()
+        lim = max(5.0, float(np.nanmax(np.abs(frame["gain"]))) * 100 if has_gain else 5.0)
+        ylabel = "" if trace else "median turns per session (mean)"  # a trace's one tick names its sessions
+        for ax in axes[len(rpms):ncols].tolist() + axes[ncols + len(rpms):].tolist():
+            ax.set_visible(False)
+        for col, rpm in enumerate(rpms):
+            sub = frame[frame["rpm_per_instance"] == rpm]
 
-        def grid(values, sub=sub):
-            table = sub.assign(v=values).pivot(index="turns_median", columns="bandwidth_gbs", values="v")
-            return table.sort_index(ascending=False)
+            def grid(values, sub=sub):
+                table = sub.assign(v=values).pivot(index="turns_median", columns="bandwidth_gbs", values="v")
+                return table.sort_index(ascending=False)
 
-        turns_label = dict(zip(sub["turns_median"], sub["mean_turns"]))
-        gain = grid(100 * sub["gain"])
-        text = grid(np.where(sub["gain"].isna(), "x", (100 * sub["gain"]).map("{:+.0f}".format)))
-        ax = axes[0, col]
-        ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
-        sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
-                    cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
-        ax.set(title=f"{RPM_LABEL}: {rpm:g}", xlabel="global-store bandwidth (GB/s per instance)",
-               ylabel="median turns per session (mean)")
-        ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in gain.index], rotation=0)
-        frac = grid(sub["smetric_frac_ideal"])
-        both = grid([f"{a:.2f}\n{b:.2f}" for a, b in zip(sub["smetric_frac_ideal"], sub["best_frac_ideal"])])
-        ax = axes[1, col]
-        sns.heatmap(frac, annot=both, fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax, linewidths=0.5,
-                    annot_kws={"fontsize": 7}, cbar_kws={"label": "SMETRIC goodput / ideal"})
-        ax.set(title="fraction of ideal goodput (top SMETRIC, bottom best baseline)",
-               xlabel="global-store bandwidth (GB/s per instance)", ylabel="median turns per session (mean)")
-        ax.set_yticklabels([f"{m:g} ({turns_label[m]:.0f})" for m in frac.index], rotation=0)
-        ax.title.set_fontsize(8)
-    fig.suptitle("SMETRIC vs the best baseline of each cell "
+            turns = dict(zip(sub["turns_median"], sub["mean_turns"]))
+            ticks = [f"trace\n(median {m:g}\ncalls)" if trace else f"{m:g} ({turns[m]:.0f})"
+                     for m in grid(sub["gain"]).index]
+            gain = grid(100 * sub["gain"])
+            text = grid(np.where(sub["gain"].isna(), "x", (100 * sub["gain"]).map("{:+.0f}".format)))
+            ax = axes[col]
+            ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
+            sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
+                        cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
+            ax.set(title=f"{workload}: {rpm:g} requests / min / instance".lstrip(": "),
+                   xlabel="global-store GB/s per instance", ylabel=ylabel)
+            ax.set_yticklabels(ticks, rotation=0)
+            frac = grid(sub["smetric_frac_ideal"])
+            both = grid([f"{a:.2f}\n{b:.2f}" for a, b in zip(sub["smetric_frac_ideal"], sub["best_frac_ideal"])])
+            ax = axes[ncols + col]
+            sns.heatmap(frac, annot=both, fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax, linewidths=0.5,
+                        annot_kws={"fontsize": 7}, cbar_kws={"label": "SMETRIC goodput / ideal"})
+            ax.set(title=f"{rpm:g} rpm/instance: fraction of ideal goodput\n(top SMETRIC, bottom best baseline)",
+                   xlabel="global-store GB/s per instance", ylabel=ylabel)
+            ax.set_yticklabels(ticks, rotation=0)
+            ax.title.set_fontsize(8)
+    fig.suptitle("SMETRIC vs the best baseline of each cell, one row per workload\n"
                  f"(grey: overloaded, no policy meets the SLO for {SLO_FLOOR:.0%} of requests)", fontsize=10)
     fig.tight_layout()
     return fig

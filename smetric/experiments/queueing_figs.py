@@ -172,9 +172,11 @@ def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequ
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Seed means per (rpm, router, queue) of the figure's metrics and the starvation columns."""
+    """Seed means per (``workload`` where ``df`` has one, rpm, router, queue) of the figure's metrics and the
+    starvation columns."""
     cols = [c for c in (*METRICS, "session_time_p99", "sessions_starved_frac", "throughput_tps") if c in df]
-    return df.groupby(["rpm", "router", "queue"], sort=False)[cols].mean().reset_index()
+    keys = [*(["workload"] if "workload" in df.columns else []), "rpm", "router", "queue"]
+    return df.groupby(keys, sort=False)[cols].mean().reset_index()
 
 
 def _alpha_axis(ax, ylabel: str) -> None:
@@ -185,36 +187,44 @@ def _alpha_axis(ax, ylabel: str) -> None:
 
 
 def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
-    """Row 1: the four metrics vs load (colour = discipline, dashes = router); row 2: the weight sweep."""
+    """One row per workload: the four metrics vs load (colour = discipline, dashes = router); last row: the
+    weight sweep."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     from ..plotting import set_style
+    from .workload_rows import workload_frames
 
     set_style()
-    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5))
-    plot = df.assign(goodput_tps=df["goodput_tps"] / 1e3)
-    for ax, (metric, label) in zip(axes[0], METRICS.items()):
-        sns.lineplot(data=plot, x="rpm", y=metric, hue="queue", style="router", markers=True, errorbar=None, ax=ax,
-                     legend=ax is axes[0][0])
-        ax.set(xlabel="offered load (requests/min/instance)", ylabel=label)
-        if metric in ("queue_wait_max", "latency_p99"):
-            ax.set_yscale("log")
+    frames = workload_frames(df)
+    fig, axes = plt.subplots(len(frames) + 1, 4, figsize=(17, 3.75 * (len(frames) + 1)), squeeze=False)
+    for i, (workload, frame) in enumerate(frames):
+        plot = frame.assign(goodput_tps=frame["goodput_tps"] / 1e3)
+        for ax, (metric, label) in zip(axes[i], METRICS.items()):
+            sns.lineplot(data=plot, x="rpm", y=metric, hue="queue", style="router", markers=True, errorbar=None,
+                         ax=ax, legend=i == 0 and ax is axes[0][0])
+            ax.set(xlabel="offered load (requests/min/instance)", ylabel=label, title=workload)
+            if metric in ("queue_wait_max", "latency_p99") and (plot[metric] > 0).all():
+                ax.set_yscale("log")
+            elif metric in ("queue_wait_max", "latency_p99"):  # a load that never queued (a wait of 0)
+                ax.set_yscale("symlog", linthresh=1.0)
+                ax.set_ylim(bottom=0.0)
     w = weights.melt(id_vars=["alpha", "gamma", "seed"], value_vars=["long_wait_p99", "short_wait_p99"],
                      var_name="turns", value_name="wait")
     w["turns"] = w["turns"].map({"long_wait_p99": "long turns (12k-token prompts)", "short_wait_p99": "short turns"})
-    for ax, turns in zip(axes[1][:2], sorted(w["turns"].unique())):
+    for ax, turns in zip(axes[-1][:2], sorted(w["turns"].unique())):
         sns.lineplot(data=w[w["turns"] == turns], x="alpha", y="wait", hue="gamma", marker="o", errorbar=None,
                      palette="viridis", ax=ax)
         _alpha_axis(ax, f"queue wait p99 (s): {turns}")
-    for ax, metric, label in ((axes[1][2], "short_wait_mean", "short turns: mean queue wait (s)"),
-                              (axes[1][3], "throughput_tps", "throughput (k tokens/s)")):
+    for ax, metric, label in ((axes[-1][2], "short_wait_mean", "short turns: mean queue wait (s)"),
+                              (axes[-1][3], "throughput_tps", "throughput (k tokens/s)")):
         data = weights.assign(throughput_tps=weights["throughput_tps"] / 1e3)
         sns.lineplot(data=data, x="alpha", y=metric, hue="gamma", marker="o", errorbar=None, palette="viridis", ax=ax)
         _alpha_axis(ax, label)
-    fig.suptitle("Queue disciplines inside an instance. Row 1: 30B testbed, closed replay, fcfs vs S-score vs MLFQ "
-                 "under two routers.\nRow 2: S-score weights (alpha: urgency 1/E[T], gamma: waiting time) on one "
-                 "instance fed short turns past its capacity and a long turn every few seconds")
+    fig.suptitle("Queue disciplines inside an instance. Top row(s), one per workload: 30B testbed, closed replay, "
+                 "fcfs vs S-score vs MLFQ under two routers.\nLast row: S-score weights (alpha: urgency 1/E[T], "
+                 "gamma: waiting time) on one instance fed short turns past its capacity and a long turn every few "
+                 "seconds")
     fig.tight_layout()
     return fig
 
@@ -224,18 +234,28 @@ def _change(new: float, old: float) -> str:
 
 
 def queue_findings(df: pd.DataFrame, weights: pd.DataFrame) -> list[str]:
-    """Plain-text findings: what each discipline buys over FCFS (per router and load), and the weight trade-off."""
+    """Plain-text findings: what each discipline buys over FCFS (per workload, router and load), and the weight
+    trade-off."""
     table = comparison_table(df)
+    if "workload" not in table.columns:
+        table.insert(0, "workload", "")
     lines = []
-    for (rpm, router), g in table.groupby(["rpm", "router"], sort=False):
+    for (workload, rpm, router), g in table.groupby(["workload", "rpm", "router"], sort=False):
         base = g[g["queue"] == "fcfs"].iloc[0]
         for _, row in g[g["queue"] != "fcfs"].iterrows():
+            where = f"{workload}, " if workload else ""
             lines.append(
-                f"{rpm:g} rpm/inst, {router}: {row['queue']} vs fcfs: session time "
+                f"{where}{rpm:g} rpm/inst, {router}: {row['queue']} vs fcfs: session time "
                 f"{_change(row['session_time_mean'], base['session_time_mean'])}, "
                 f"p99 turn latency {_change(row['latency_p99'], base['latency_p99'])}, "
                 f"max wait {row['queue_wait_max']:.0f} s vs {base['queue_wait_max']:.0f} s, "
                 f"goodput {_change(row['goodput_tps'], base['goodput_tps'])}")
+    for workload, g in table.groupby("workload", sort=False):
+        fcfs = g[g["queue"] == "fcfs"].set_index(["rpm", "router"])[list(METRICS)]
+        others = [q.set_index(["rpm", "router"])[list(METRICS)] for _, q in g[g["queue"] != "fcfs"].groupby("queue")]
+        if others and all(q.reindex(fcfs.index).equals(fcfs) for q in others):
+            lines.append(f"{workload or 'the workload'}: every discipline equals fcfs exactly (seed means of "
+                         f"{', '.join(METRICS)}) at every load and router: no discipline changed what is measured here")
     w = weights.groupby(["alpha", "gamma"])[["long_wait_p99", "short_wait_mean", "throughput_tps"]].mean()
     g_min = w.index.get_level_values("gamma").min()
     urgency = w.xs(g_min, level="gamma")

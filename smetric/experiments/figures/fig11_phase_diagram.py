@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import phase as ph
+from .. import workload_rows as wr
 from ..figure import FigureParams, param
 from ._common import SEEDS
 
@@ -22,22 +23,29 @@ class Params(FigureParams):
     minutes: float = param(5.0, "measured window")
     warmup_minutes: float = param(360.0, "sessions start this long before the window")
     seeds: tuple[int, ...] = param(SEEDS, "workload seeds (the seed count of fig06; gains paired per seed)")
-    workload: str = param("bailian-coder", "synthetic workload preset (the turns axis is a generator knob)")
+    workload: str = param("bailian-coder", "a synthetic preset (the turns axis is a generator knob) or the real "
+                                           "claude-code trace (its own sessions: one turns value)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate, its own "
+                                    "sessions as the one turns value (None: workload)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
     kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0), "minutes": 20.0},
+                             "parameters of the row beside the main one: the real claude-code trace (its own sessions) "
+                             "at loads around its knee ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(40.0,),
-                   policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=60.0, seeds=(0, 1))
+                   policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=60.0, seeds=(0, 1),
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (1.5,), "minutes": 10.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return ph.phase_diagram(bandwidths=p.bandwidths, turns_medians=p.turns_medians,
-                            rpm_per_instance=p.rpm_per_instance, policies=p.policies, testbed=p.testbed,
-                            n_instances=p.n_instances, minutes=p.minutes, warmup_minutes=p.warmup_minutes,
-                            seeds=p.seeds, workload=p.workload, warmup_frac=p.warmup_frac,
-                            kv_connector=p.kv_connector, jobs=jobs)
+    return wr.compute_rows(p, lambda q: ph.phase_diagram(
+        bandwidths=q.bandwidths, turns_medians=q.turns_medians, rpm_per_instance=q.rpm_per_instance,
+        policies=q.policies, testbed=q.testbed, n_instances=q.n_instances, minutes=q.minutes,
+        warmup_minutes=q.warmup_minutes, seeds=q.seeds, workload=q.workload, trace=q.trace, warmup_frac=q.warmup_frac,
+        kv_connector=q.kv_connector, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Figure 12 (beyond the paper): queue disciplines inside an instance -- fcfs vs S-Metric score vs MLFQ.
 
 One frame holds both experiments, told apart by ``part``: ``disciplines`` (the 30B testbed in closed
-replay, routers x disciplines x loads) and ``weights`` (the score's weights on one instance fed short
+replay, routers x disciplines x loads, once per ``workload``: the main one and the real claude-code
+trace of ``second_row``) and ``weights`` (the score's weights on one instance fed short
 turns past capacity plus a periodic long turn).
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import queueing_figs as qf
+from .. import workload_rows as wr
 from ..figure import FigureParams, param
 
 
@@ -34,17 +36,21 @@ class Params(FigureParams):
     short_rate: float = param(24.0, "weight sweep: short turns per second (capacity is ~18/s)")
     duration: float = param(120.0, "weight sweep: seconds of stream")
     long_every: float = param(4.0, "weight sweep: a long turn every this many seconds")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (1.0, 1.5, 2.5), "minutes": 10.0},
+                             "parameters of the disciplines row beside the main one: the real claude-code trace "
+                             "below, at and past its knee ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(n_instances=4, minutes=2, loads=(36.0, 56.0), seeds=(0,), alphas=(0.0, 1.0, 100.0),
-                   gammas=(0.0, 10.0), duration=60.0)
+                   gammas=(0.0, 10.0), duration=60.0,
+                   second_row={"workload": wr.REAL_TRACE, "loads": (1.0, 2.5), "minutes": 10.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    routed = qf.discipline_comparison(p.loads, p.routers, p.disciplines, p.seeds, testbed=p.testbed,
-                                      n_instances=p.n_instances, minutes=p.minutes, warmup_frac=p.warmup_frac,
-                                      workload=p.workload, trace=p.trace, jobs=jobs)
+    routed = wr.compute_rows(p, lambda q: qf.discipline_comparison(
+        q.loads, q.routers, q.disciplines, q.seeds, testbed=q.testbed, n_instances=q.n_instances, minutes=q.minutes,
+        warmup_frac=q.warmup_frac, workload=q.workload, trace=q.trace, jobs=jobs))
     weights = qf.weight_sweep(p.alphas, p.gammas, p.seeds, short_rate=p.short_rate, duration=p.duration,
                               long_every=p.long_every, jobs=jobs)
     return pd.concat([routed.assign(part="disciplines"), weights.assign(part="weights")], ignore_index=True)
