@@ -29,10 +29,10 @@ from .ablation import run_cases
 from .setups import (
     DEFAULT_WORKLOAD,
     TRACE_WORKLOADS,
-    _conversations,
-    _trace_file,
     agent_workload,
     paper_cluster,
+    trace_conversations,
+    trace_file,
     trace_workload,
 )
 from .verdicts import gain_intervals, paired_gains
@@ -60,9 +60,9 @@ def session_lengths(workload: str, trace: str | None = None) -> tuple[float, flo
     the conversations of the ``workload`` catalog trace (one of ``setups.TRACE_WORKLOADS``; sub-agent calls
     included)."""
     if trace is not None:
-        sessions = _trace_file(str(trace)).session
+        sessions = trace_file(str(trace)).session
     elif workload in TRACE_WORKLOADS:
-        sessions = _conversations(workload).conversation
+        sessions = trace_conversations(workload).conversation
     else:
         raise ValueError(f"{workload!r} is not a real trace ({', '.join(TRACE_WORKLOADS)}) and no trace file is given")
     counts = np.unique(sessions, return_counts=True)[1]

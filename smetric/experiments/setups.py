@@ -43,8 +43,8 @@ from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
 
 __all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
-           "paper_cluster", "agent_workload", "trace_workload", "run_point", "offered_point", "BASELINES",
-           "PROVISIONED"]
+           "paper_cluster", "agent_workload", "trace_workload", "trace_conversations", "trace_file", "run_point",
+           "offered_point", "BASELINES", "PROVISIONED"]
 
 #: ``paper_cluster``'s default store: the testbed's provisioned global store (``GlobalStore.provisioned``).
 PROVISIONED = "provisioned"
@@ -109,7 +109,7 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
     if preset in TRACE_WORKLOADS:
         if overrides:
             raise ValueError(f"the {preset} trace takes no generator overrides, got {dict(overrides)}")
-        return _conversations(preset).workload(requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
+        return trace_conversations(preset).workload(requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
                                                warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES))
     from ..workload.synthetic import synth_agent_workload
 
@@ -118,8 +118,8 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
 
 
 @lru_cache(maxsize=2)
-def _conversations(name: str):
-    """The parsed conversations of a trace workload (read once per process)."""
+def trace_conversations(name: str):
+    """The parsed conversations of a trace workload of :data:`TRACE_WORKLOADS` (read once per process)."""
     from ..workload.catalog import trace_path
     from ..workload.kvcache_tester import read_conversations
 
@@ -158,7 +158,8 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
 
 
 @lru_cache(maxsize=2)
-def _trace_file(trace: str) -> Workload:
+def trace_file(trace: str) -> Workload:
+    """A timestamped trace file or catalog name, loaded once per process (``loaders.load_trace``)."""
     from ..workload.loaders import load_trace
 
     return load_trace(trace)
@@ -174,7 +175,7 @@ def trace_workload(trace: str, n_instances: int, minutes: float, rpm_per_instanc
     """
     if not rpm_per_instance > 0:
         raise ValueError(f"rpm_per_instance must be > 0, got {rpm_per_instance!r}")
-    full = _trace_file(str(trace))
+    full = trace_file(str(trace))
     t0 = float(full.arrival[0])
     native = full.window(t0, t0 + 60.0 * minutes)
     factor = rpm_per_instance / (len(native) / minutes / n_instances)  # offered / native rate (> 1 compresses)
