@@ -522,12 +522,11 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
     for i, (workload, sub, axes) in enumerate(rows):
         chosen = split_table(sub).chosen
         splits = [chosen, *sorted(s for s in sub["split"].unique() if s != chosen)]
-        for ax, split in zip(axes, splits):
-            _panel(ax, sub[sub["split"] == split], "prefill_tps", palette, order, sizes, legend=i == 0 and ax is axes[0])
+        for j, (ax, split) in enumerate(zip(axes, splits)):
+            _panel(ax, sub[sub["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
             ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
                    ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
-                   title=f"{workload}: {split}".lstrip(": ") + (" (chosen: best baseline goodput)" if split == chosen
-                                                                 else ""))
+                   title=f"{workload}: {split}".lstrip(": ") + (" (chosen: best baseline goodput)" if j == 0 else ""))
         for ax in axes[len(splits):]:
             ax.set_visible(False)
     first = rows[0][2][0]

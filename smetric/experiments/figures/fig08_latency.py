@@ -25,14 +25,14 @@ class Params(FigureParams):
     n_instances: int | None = param(None, "instances (None: the paper's size)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 6.0, "minutes": 10.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 10.0},
                              "parameters of the row beside the main one: the real claude-code trace at a high load "
                              "of its own (near its peak) ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(policies=("smetric", "lmetric", "least-load"), minutes=1.5, n_instances=8, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 6.0, "minutes": 4.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
