@@ -24,7 +24,7 @@ class Params(FigureParams):
     minutes: float = param(4, "window of the workload (shortened to fit the budget)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (2, 4, 6, 8), "minutes": 6.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (2, 4, 6), "minutes": 6.0},
                              "parameters of the row beside the main one: the real claude-code trace at loads around "
                              "its knees on the PD splits, its split chosen by the same rule on its own sweep "
                              "({} for none)")
