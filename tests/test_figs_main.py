@@ -213,3 +213,65 @@ def test_fig6_and_fig8_agree_on_a_shared_point():
     tps = tps.set_index("policy")["goodput_tps"]
     assert (tps > 0).all()
     assert np.allclose(tps.sort_index(), lat.sort_index())
+
+
+def _pd_rows(workload: str, favoured: str) -> list[dict]:
+    """A PD sweep whose best baseline has the higher goodput in split ``favoured``; SMETRIC +2 % prefill TPS there."""
+    rows = []
+    for split in ("20P+12D", "28P+4D"):
+        good = 10.0 if split == favoured else 5.0
+        for seed in range(3):
+            for policy, f in (("smetric", 1.02 + 0.01 * seed), ("lmetric", 1.0), ("least-load", 0.9)):
+                for r in (1.0, 2.0):
+                    rows.append({"workload": workload, "split": split, "policy": policy, "seed": seed,
+                                 "rpm_per_instance": r, "goodput_tps": good * r, "prefill_tps": 100.0 * f * r})
+    return rows
+
+
+def test_fig07_second_row_applies_the_split_rule_to_its_own_sweep():
+    import matplotlib
+
+    from smetric.experiments.figures import fig07_pd_disaggregation as f7
+
+    matplotlib.use("Agg")
+    df = pd.DataFrame(_pd_rows("bailian-coder", "20P+12D") + _pd_rows("claude-code", "28P+4D"))
+    main = df[df["workload"] == "bailian-coder"]
+    assert f7.claims(df) == mr.pd_claims(main) and "20P+12D:" in f7.claims(df)[0]["reproduced"]
+    tables = f7.tables(df)
+    trace = tables["fig07_pd_disaggregation_second_row_claims"]
+    assert trace["workload"].tolist() == ["claude-code"] and trace["reproduced"].iloc[0].startswith("28P+4D:")
+    splits = tables["fig07_pd_disaggregation_splits"]
+    assert splits.loc[splits["chosen"], ["workload", "split"]].values.tolist() == [["bailian-coder", "20P+12D"],
+                                                                                 ["claude-code", "28P+4D"]]
+    # the trace's rows cannot move the main row's claim
+    worse = df.assign(prefill_tps=np.where((df["workload"] == "claude-code") & (df["policy"] == "smetric"),
+                                           0.5 * df["prefill_tps"], df["prefill_tps"]))
+    assert f7.claims(worse) == f7.claims(df) and f7.tables(worse)[
+        "fig07_pd_disaggregation_second_row_claims"]["verdict"].iloc[0] == "contradicted"
+    fig = f7.plot(df)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 4 and titles[0].startswith("bailian-coder: 20P+12D (chosen")
+    assert titles[2].startswith("claude-code: 28P+4D (chosen") and len(fig.legends) == 1
+
+
+def test_fig08_rows_tables_and_claims(tiny_latency):
+    import matplotlib
+
+    from smetric.experiments.figures import fig08_latency as f8
+
+    matplotlib.use("Agg")
+    trace = tiny_latency.assign(workload="claude-code", rpm_per_instance=5.0,
+                                value=np.where(tiny_latency["policy"] == "smetric", 2.0, 1.0) * tiny_latency["value"])
+    df = pd.concat([tiny_latency, trace], ignore_index=True)
+    assert f8.claims(df) == mr.latency_claims(tiny_latency)
+    tables = f8.tables(df)
+    assert tables["fig08_latency_percentiles"]["workload"].unique().tolist() == ["bailian-coder", "claude-code"]
+    changes = tables["fig08_latency_changes"].set_index(["workload", "metric"])
+    main_gain = changes.loc[("bailian-coder", "tpot_p50_ms"), "gain_mean"]  # smetric's TPOT doubled on the trace row:
+    assert changes.loc[("claude-code", "tpot_p50_ms"), "gain_mean"] == pytest.approx(2 * (1 + main_gain) - 1)
+    row = tables["fig08_latency_second_row_claims"].iloc[0]
+    assert row["workload"] == "claude-code" and "claude-code at 5 rpm" in row["reason"]
+    assert row["gain_mean"] == f"{changes.loc[('claude-code', 'tpot_p50_ms'), 'gain_mean']:+.4f}"
+    assert "claude-code at 5 requests/min/instance" in f8.findings(df)
+    fig = f8.plot(df)
+    assert len(fig.axes) == 4 and "claude-code, 5 requests/min/instance" in fig.axes[2].get_title()

@@ -33,7 +33,7 @@ seeds are kept and run on every seed. SMETRIC is not run in the screening, so th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_va
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
     "pd_prefill_vs_load", "latency_distributions", "screening_table", "anchor_table", "paper_load_gains",
-    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
+    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "by_workload", "plot_vs_load",
     "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
 ]
 
@@ -391,6 +391,19 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
     return out
 
 
+def by_workload(df: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
+    """``table`` of each workload row's frame (:func:`~smetric.experiments.workload_rows.workload_frames`, main
+    first), concatenated under a ``workload`` column: a fig. 7 or 8 table of every row of the figure."""
+    from .workload_rows import workload_frames
+
+    frames = []
+    for workload, sub in workload_frames(df):
+        frame = table(sub)
+        frame.insert(0, "workload", workload)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
 def _quantile_column(metric: str, q: float) -> str:
     """``("ttft_s", 0.9)`` -> ``"ttft_p90_s"``."""
     name, unit = metric.split("_", 1)
@@ -495,23 +508,30 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
     return fig
 
 
-def plot_splits(df: pd.DataFrame, chosen: str, title: str = ""):
-    """Fig. 7: prefill TPS vs load, one panel per PD split (the chosen split first, marked)."""
-    import matplotlib.pyplot as plt
-
+def plot_splits(df: pd.DataFrame, title: str = ""):
+    """Fig. 7: prefill TPS vs load, one panel per PD split (each workload's chosen split first, marked), one row of
+    panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`); each row's split is chosen by the
+    goodput rule (:func:`split_table`) on that row's own sweep."""
     from ..plotting import set_style
+    from .workload_rows import row_grid, workload_frames
 
     set_style()
     order, palette, sizes = _styles(df["policy"].unique())
-    splits = [chosen, *sorted(s for s in df["split"].unique() if s != chosen)]
-    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits) + 2.2, 4.4), squeeze=False)
-    for ax, split in zip(axes[0], splits):
-        _panel(ax, df[df["split"] == split], "prefill_tps", palette, order, sizes, legend=ax is axes[0][0])
-        ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
-               ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
-               title=f"{split}" + (" (chosen: best baseline goodput)" if split == chosen else ""))
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    axes[0][0].get_legend().remove()
+    n_splits = max(sub["split"].nunique() for _, sub in workload_frames(df))
+    fig, rows = row_grid(df, n_splits, width=5.2 * n_splits + 2.2, height=4.4)
+    for i, (workload, sub, axes) in enumerate(rows):
+        chosen = split_table(sub).chosen
+        splits = [chosen, *sorted(s for s in sub["split"].unique() if s != chosen)]
+        for j, (ax, split) in enumerate(zip(axes, splits)):
+            _panel(ax, sub[sub["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
+            ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
+                   ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
+                   title=f"{workload}: {split}".lstrip(": ") + (" (chosen: best baseline goodput)" if j == 0 else ""))
+        for ax in axes[len(splits):]:
+            ax.set_visible(False)
+    first = rows[0][2][0]
+    handles, labels = first.get_legend_handles_labels()
+    first.get_legend().remove()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, title="policy")
     if title:
         fig.suptitle(title)
@@ -520,31 +540,35 @@ def plot_splits(df: pd.DataFrame, chosen: str, title: str = ""):
 
 
 def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: float = 1.0):
-    """CDFs of TTFT and TPOT per policy (quantile functions averaged over seeds), SLO lines dashed."""
-    import matplotlib.pyplot as plt
+    """CDFs of TTFT and TPOT per policy (quantile functions averaged over seeds), SLO lines dashed; one row of
+    panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`), each at its own load."""
     import seaborn as sns
 
     from ..plotting import set_style
+    from .workload_rows import row_grid
 
     set_style()
-    curves = frame.groupby(["policy", "metric", "quantile"], as_index=False, sort=False)["value"].mean()
+    curves = frame.groupby(["workload", "policy", "metric", "quantile"], as_index=False, sort=False)["value"].mean()
     order, palette, sizes = _styles(curves["policy"].unique())
-    fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.6))
+    fig, rows = row_grid(frame, 2, width=12.5, height=4.6)
     panels = (("ttft_s", "TTFT (s)", ttft_base_s, f"TTFT SLO base {ttft_base_s:g} s (+ per prompt token)"),
               ("tpot_ms", "TPOT (ms per output token)", tpot_slo_ms, f"TPOT SLO {tpot_slo_ms:g} ms"))
-    for ax, (metric, label, slo, slo_label) in zip(axes, panels):
-        sub = curves[curves["metric"] == metric].assign(value=lambda d: d["value"].clip(lower=1e-3))
-        sns.lineplot(sub, x="value", y="quantile", hue="policy", hue_order=order, palette=palette, size="policy",
-                     sizes=sizes, size_order=order, estimator=None, ax=ax, legend=ax is axes[-1])
-        ax.axvline(slo, color="0.3", ls="--", lw=1, label=slo_label)
-        ax.set(xscale="log", xlabel=f"{label}, log scale", ylabel="CDF of requests", ylim=(0, 1.01))
-        ax.text(slo, 0.03, " " + slo_label, fontsize=7, color="0.3", rotation=90, va="bottom")
-    testbed, workload = str(frame["testbed"].iloc[0]), str(frame["workload"].iloc[0])
-    rpm = float(frame["rpm_per_instance"].iloc[0])
-    fig.suptitle(f"Latency at a high load: {testbed.upper()}, {workload}, {rpm:g} requests/min/instance, "
-                 f"{frame['seed'].nunique()} seeds")
-    handles, labels = axes[-1].get_legend_handles_labels()
-    axes[-1].get_legend().remove()
+    for i, (workload, sub, axes) in enumerate(rows):
+        here = curves[curves["workload"] == workload]
+        where = (f"{str(sub['testbed'].iloc[0]).upper()}, {workload}, {float(sub['rpm_per_instance'].iloc[0]):g} "
+                 f"requests/min/instance, {sub['seed'].nunique()} seeds")
+        for ax, (metric, label, slo, slo_label) in zip(axes, panels):
+            data = here[here["metric"] == metric].assign(value=lambda d: d["value"].clip(lower=1e-3))
+            sns.lineplot(data, x="value", y="quantile", hue="policy", hue_order=order, palette=palette, size="policy",
+                         sizes=sizes, size_order=order, estimator=None, ax=ax, legend=i == 0 and ax is axes[-1])
+            ax.axvline(slo, color="0.3", ls="--", lw=1, label=slo_label)
+            ax.set(xscale="log", xlabel=f"{label}, log scale", ylabel="CDF of requests", ylim=(0, 1.01),
+                   title=f"{label.split(' (')[0]}: {where}")
+            ax.text(slo, 0.03, " " + slo_label, fontsize=7, color="0.3", rotation=90, va="bottom")
+    fig.suptitle("Latency at a high load")
+    last = rows[0][2][-1]
+    handles, labels = last.get_legend_handles_labels()
+    last.get_legend().remove()
     keep = [i for i, lab in enumerate(labels) if lab in palette]
     fig.legend([handles[i] for i in keep], [labels[i] for i in keep], loc="center left",
                bbox_to_anchor=(1.0, 0.5), frameon=False, title="policy")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import main_results as mr
+from .. import workload_rows as wr
 from ..figure import FigureParams, param
 
 _FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
@@ -23,36 +24,46 @@ class Params(FigureParams):
     minutes: float = param(4, "window of the workload (shortened to fit the budget)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (2, 4, 6), "minutes": 6.0},
+                             "parameters of the row beside the main one: the real claude-code trace at loads around "
+                             "its knees on the PD splits, its split chosen by the same rule on its own sweep "
+                             "({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(policies=("smetric", "lmetric", "least-load"), splits=((6, 2), (5, 3)), loads=(12, 24), minutes=1.5,
-                   seeds=(0, 1))
+                   seeds=(0, 1), second_row={"workload": wr.REAL_TRACE, "loads": (2, 5), "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mr.pd_prefill_vs_load(policies=p.policies, splits=p.splits, loads=p.loads, seeds=p.seeds,
-                                 minutes=p.minutes, workload=p.workload, trace=p.trace, warmup_frac=p.warmup_frac,
-                                 jobs=jobs)
+    return wr.compute_rows(p, lambda q: mr.pd_prefill_vs_load(policies=q.policies, splits=q.splits, loads=q.loads,
+                                                              seeds=q.seeds, minutes=q.minutes, workload=q.workload,
+                                                              trace=q.trace, warmup_frac=q.warmup_frac, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return df[["split", "policy", "rpm_per_instance", "seed", "prefill_tps", "goodput_tps", "ttft_p50",
-               "tpot_p50"]].head()
+    return df.groupby("workload", sort=False).head(3)[["workload", "split", "policy", "rpm_per_instance", "seed",
+                                                        "prefill_tps", "goodput_tps", "ttft_p50", "tpot_p50"]]
 
 
 def plot(df: pd.DataFrame):
-    return mr.plot_splits(df, mr.split_table(df).chosen, title="Prefill TPS vs load, PD disaggregated (30B)")
+    return mr.plot_splits(df, title="Prefill TPS vs load, PD disaggregated (30B)")
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"fig07_pd_disaggregation_splits": mr.split_table(df).table}
+    return {"fig07_pd_disaggregation_splits": mr.by_workload(df, lambda sub: mr.split_table(sub).table),
+            "fig07_pd_disaggregation_second_row_claims": wr.row_claims(df, mr.pd_claims)}
 
 
 def findings(df: pd.DataFrame) -> str:
-    choice = mr.split_table(df)
-    return (f"Rule: {choice.rule}\nChosen: {choice.chosen} (the prefill-TPS rule picks "
-            f"{mr.split_table(df, 'prefill_tps').chosen})\n\n" + choice.table.to_string(index=False, **_FMT))
+    parts = []
+    for workload, sub in wr.workload_frames(df):
+        choice = mr.split_table(sub)
+        parts.append(f"{workload}: {sub['rpm_per_instance'].nunique()} loads "
+                     f"({'/'.join(f'{x:g}' for x in sorted(sub['rpm_per_instance'].unique()))} rpm/instance)\n"
+                     f"Rule: {choice.rule}\nChosen: {choice.chosen} (the prefill-TPS rule picks "
+                     f"{mr.split_table(sub, 'prefill_tps').chosen})\n\n" + choice.table.to_string(index=False, **_FMT))
+    return "\n\n".join(parts)
 
 
-claims = mr.pd_claims
+claims = wr.on_main(mr.pd_claims)

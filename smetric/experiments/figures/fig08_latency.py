@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import main_results as mr
+from .. import workload_rows as wr
 from ..figure import FigureParams, param
 
 _FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
@@ -24,32 +25,44 @@ class Params(FigureParams):
     n_instances: int | None = param(None, "instances (None: the paper's size)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired statistics)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 10.0},
+                             "parameters of the row beside the main one: the real claude-code trace at a high load "
+                             "of its own (near its peak) ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(policies=("smetric", "lmetric", "least-load"), minutes=1.5, n_instances=8, seeds=(0, 1))
+        return cls(policies=("smetric", "lmetric", "least-load"), minutes=1.5, n_instances=8, seeds=(0, 1),
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mr.latency_distributions(policies=p.policies, testbed=p.testbed, rpm_per_instance=p.rpm_per_instance,
-                                    minutes=p.minutes, n_instances=p.n_instances, seeds=p.seeds, workload=p.workload,
-                                    trace=p.trace, warmup_frac=p.warmup_frac, jobs=jobs)
+    return wr.compute_rows(p, lambda q: mr.latency_distributions(
+        policies=q.policies, testbed=q.testbed, rpm_per_instance=q.rpm_per_instance, minutes=q.minutes,
+        n_instances=q.n_instances, seeds=q.seeds, workload=q.workload, trace=q.trace, warmup_frac=q.warmup_frac,
+        jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return df.head()
+    return df.groupby("workload", sort=False).head(3)
 
 
 plot = mr.plot_latency
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"fig08_latency_percentiles": mr.latency_table(df), "fig08_latency_changes": mr.latency_changes(df)}
+    return {"fig08_latency_percentiles": mr.by_workload(df, mr.latency_table),
+            "fig08_latency_changes": mr.by_workload(df, mr.latency_changes),
+            "fig08_latency_second_row_claims": wr.row_claims(df, mr.latency_claims)}
 
 
 def findings(df: pd.DataFrame) -> str:
-    return (mr.latency_table(df).to_string(index=False, **_FMT) + "\n\nPaired p50 changes vs the best baseline:\n"
-            + mr.latency_changes(df).to_string(index=False, **_FMT) + "\n")
+    parts = []
+    for workload, sub in wr.workload_frames(df):
+        parts.append(f"{workload} at {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance:\n"
+                     + mr.latency_table(sub).to_string(index=False, **_FMT)
+                     + "\n\nPaired p50 changes vs the best baseline:\n"
+                     + mr.latency_changes(sub).to_string(index=False, **_FMT) + "\n")
+    return "\n".join(parts)
 
 
-claims = mr.latency_claims
+claims = wr.on_main(mr.latency_claims)
