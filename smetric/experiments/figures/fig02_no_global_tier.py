@@ -17,7 +17,7 @@ class Params(TestbedRun):
     rpm_per_instance: tuple[float, ...] = param((24, 36, 44, 52, 60),
                                                "offered loads (requests / min / instance) bracketing the knee")
     policies: tuple[str, ...] = param(("bailian", "lmetric", "least-load", "cache-affinity"), "routers compared")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (0.5, 1.0, 1.5, 2.0, 2.5),
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0, 4.0, 6.0, 8.0),
                               "minutes": 10.0},
                              "parameters of the row beside the main one: the real claude-code trace at loads "
                              "around its knee ({} for none)")
@@ -25,7 +25,7 @@ class Params(TestbedRun):
     @classmethod
     def quick(cls) -> Params:
         return cls(rpm_per_instance=(36, 52), n_instances=4, minutes=2.0, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0), "minutes": 4.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (2.0, 6.0), "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:

@@ -21,14 +21,14 @@ class Params(TestbedRun):
                                       "routers compared (least-load is the reference)")
     rpm_per_instance: float = param(48.0, "offered load, near the knee with the provisioned store")
     kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 10.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 10.0},
                              "parameters of the row beside the main one: the real claude-code trace on the same store "
                              "grid at one load near its peak ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(capacities_gb=(0.0, float("inf")), bandwidths_gbs=(23.75,), n_instances=4, minutes=2.0, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 4.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:

@@ -18,14 +18,14 @@ class Params(TestbedRun):
     rpm_per_instance: float = param(48.0, "offered load (the load of figure 3, near the knee)")
     window_s: float = param(60.0, "averaging window of the per-instance samples (s)")
     n_samples: int = param(1000, "engine samples per instance over the run")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 10.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 10.0},
                              "parameters of the row beside the main one: the real claude-code trace at one load near "
                              "its peak ({} for none)")
 
     @classmethod
     def quick(cls) -> Params:
         return cls(n_instances=4, minutes=2.0, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 1.5, "minutes": 4.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": 5.0, "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:

@@ -22,7 +22,7 @@ class Params(FigureParams):
     loads: dict = param({"30b": (36, 42, 48, 51, 54, 57, 60, 64, 68), "235b": (24, 28, 32, 36, 39, 42, 45, 48, 52)},
                         "offered loads per testbed in requests/min/instance (bracketing the knee)")
     second_workload: str | None = param("claude-code", "workload of the second row (None: no second row)")
-    second_loads: dict = param({"30b": (0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5), "235b": (0.5, 1, 1.5, 2, 2.5, 3, 4)},
+    second_loads: dict = param({"30b": (1, 2, 3, 4, 5, 6, 7, 8), "235b": (1, 2, 3, 4, 6, 8, 10)},
                                "offered loads of the second row per testbed")
     policies: tuple[str, ...] = param(("smetric", *BASELINES), "routers: smetric and the baselines screened")
     screen_seeds: tuple[int, ...] = param((0, 1), "seeds on which every baseline is run for the screening")
@@ -39,7 +39,7 @@ class Params(FigureParams):
 
     @classmethod
     def quick(cls) -> Params:
-        return cls(loads={"30b": (40, 50, 60), "235b": (30, 40, 50)}, second_loads={"30b": (1, 2), "235b": (1, 2)},
+        return cls(loads={"30b": (40, 50, 60), "235b": (30, 40, 50)}, second_loads={"30b": (2, 5), "235b": (2, 5)},
                    policies=("smetric", "lmetric", "least-load", "dynamo"), screen_seeds=(0,), n_keep=2, seeds=(0, 1),
                    minutes={"30b": 1.5, "235b": 3}, n_instances={"30b": 8, "235b": 4},
                    sensitivity={"replay open": (50,), "kv_connector ideal": (50,)})

@@ -24,8 +24,8 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (1.0, 2.0, 3.0),
-                                                                              "235b": (2.0, 3.5, 5.0)},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (4.0, 5.5, 7.0),
+                                                                              "235b": (4.0, 6.0, 8.0)},
                               "minutes": {"30b": 10.0, "235b": 20.0}},
                              "parameters of the row beside the main one: the real claude-code trace at loads "
                              "around its knee per testbed ({} for none)")
@@ -34,7 +34,7 @@ class Params(FigureParams):
     def quick(cls) -> Params:
         return cls(rpm_per_instance={"30b": (44.0, 56.0), "235b": (40.0, 48.0)}, seeds=(0, 1),
                    minutes={"30b": 2.0, "235b": 3.0}, n_instances={"30b": 4, "235b": 2},
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (1.0, 2.0), "235b": (2.0, 4.0)},
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (4.0, 6.0), "235b": (4.0, 6.0)},
                                "minutes": {"30b": 4.0, "235b": 6.0}})
 
 

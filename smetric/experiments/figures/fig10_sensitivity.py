@@ -28,7 +28,7 @@ class Params(FigureParams):
     workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0, 3.0), "minutes": 10.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (4.0, 5.5, 7.0), "minutes": 10.0},
                              "parameters of the row beside the main one: the real claude-code trace at loads "
                              "around its knee ({} for none)")
 
@@ -36,7 +36,7 @@ class Params(FigureParams):
     def quick(cls) -> Params:
         return cls(hit_ratios=(0.1, 0.9), slacks=(2.0,), slo_scales=(0.5, 1.0), baselines=("least-load",),
                    rpm_per_instance=(24.0, 36.0), minutes=2.0, n_instances=4, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0), "minutes": 4.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (4.0, 6.0), "minutes": 4.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:

@@ -29,7 +29,7 @@ class Params(FigureParams):
                                     "sessions as the one turns value (None: workload)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
     kv_connector: str = param("ideal", "KV connector: ideal (a per-instance store link of the swept bandwidth)")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (1.0, 2.0), "minutes": 20.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (3.0, 6.0), "minutes": 20.0},
                              "parameters of the row beside the main one: the real claude-code trace (its own sessions) "
                              "at loads around its knee ({} for none)")
 
@@ -37,7 +37,7 @@ class Params(FigureParams):
     def quick(cls) -> Params:
         return cls(bandwidths=(2.0, 24.0), turns_medians=(1, 4), rpm_per_instance=(40.0,),
                    policies=("smetric", "least-load"), n_instances=4, minutes=2.0, warmup_minutes=60.0, seeds=(0, 1),
-                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (1.5,), "minutes": 10.0})
+                   second_row={"workload": wr.REAL_TRACE, "rpm_per_instance": (5.0,), "minutes": 10.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:

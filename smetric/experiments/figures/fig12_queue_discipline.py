@@ -36,7 +36,7 @@ class Params(FigureParams):
     short_rate: float = param(24.0, "weight sweep: short turns per second (capacity is ~18/s)")
     duration: float = param(120.0, "weight sweep: seconds of stream")
     long_every: float = param(4.0, "weight sweep: a long turn every this many seconds")
-    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (1.0, 1.5, 2.5), "minutes": 10.0},
+    second_row: dict = param({"workload": wr.REAL_TRACE, "loads": (3.0, 5.0, 8.0), "minutes": 10.0},
                              "parameters of the disciplines row beside the main one: the real claude-code trace "
                              "below, at and past its knee ({} for none)")
 
@@ -44,7 +44,7 @@ class Params(FigureParams):
     def quick(cls) -> Params:
         return cls(n_instances=4, minutes=2, loads=(36.0, 56.0), seeds=(0,), alphas=(0.0, 1.0, 100.0),
                    gammas=(0.0, 10.0), duration=60.0,
-                   second_row={"workload": wr.REAL_TRACE, "loads": (1.0, 2.5), "minutes": 10.0})
+                   second_row={"workload": wr.REAL_TRACE, "loads": (3.0, 8.0), "minutes": 10.0})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
