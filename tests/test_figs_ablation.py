@@ -251,7 +251,8 @@ def test_fig09_fig10_quick_presets_carry_the_trace_row():
         second = wr.second_params(module.Params.quick())
         assert second.workload == wr.REAL_TRACE and second.seeds == module.Params.quick().seeds
     assert wr.second_params(fig09.Params()).minutes == {"30b": 10.0, "235b": 20.0}
-    assert max(wr.second_params(fig10.Params()).rpm_per_instance) <= 3.0  # the trace knees near 1-2, not near 50
+    # the trace's ~122k-token prompts peak near 5-6 requests/min/instance: far below the preset's knee grid
+    assert max(wr.second_params(fig10.Params()).rpm_per_instance) < min(fig10.Params().rpm_per_instance) / 4
 
 
 def test_phase_diagram_bounds_and_axes(phase_frame):

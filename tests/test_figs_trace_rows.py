@@ -69,7 +69,8 @@ def test_fig11_quick_has_the_claude_code_row_with_its_own_sessions(fig11_quick):
     assert set(main["turns_source"]) == {"generator"} and sorted(main["turns_median"].unique()) == [1.0, 4.0]
     assert set(real["turns_source"]) == {"trace"} and real["turns_median"].nunique() == 1
     assert real["turns_median"].iloc[0] > 10  # claude-code conversations run dozens of calls
-    assert sorted(real["rpm_per_instance"].unique()) == [1.5] and set(real["seed"]) == set(main["seed"])
+    loads = sorted(fig11.Params.quick().second_row["rpm_per_instance"])
+    assert sorted(real["rpm_per_instance"].unique()) == loads and set(real["seed"]) == set(main["seed"])
     cells = fig11.overview(df)
     assert cells.groupby("workload").size().to_dict() == {"bailian-coder": 4, "claude-code": 2}
     text = fig11.findings(df)
@@ -88,7 +89,7 @@ def test_fig12_quick_has_a_disciplines_row_per_workload(fig12_quick):
     assert list(dict.fromkeys(routed["workload"])) == ["bailian-coder", "claude-code"]
     assert "workload" not in weights.columns  # the weight sweep is one instance, no workload row
     real = routed[routed["workload"] == "claude-code"]
-    assert sorted(real["rpm"].unique()) == [1.0, 2.5]
+    assert sorted(real["rpm"].unique()) == sorted(fig12.Params.quick().second_row["loads"])
     table = fig12.overview(fig12_quick)
     assert table.groupby("workload").size().to_dict() == {"bailian-coder": 12, "claude-code": 12}
     lines = fig12.findings(fig12_quick).splitlines()
