@@ -22,7 +22,7 @@ class Params(FigureParams):
     loads: dict = param({"30b": (36, 42, 48, 51, 54, 57, 60, 64, 68), "235b": (24, 28, 32, 36, 39, 42, 45, 48, 52)},
                         "offered loads per testbed in requests/min/instance (bracketing the knee)")
     second_workload: str | None = param("claude-code", "workload of the second row (None: no second row)")
-    second_loads: dict = param({"30b": (1, 2, 3, 4, 5, 6, 7, 8), "235b": (1, 2, 3, 4, 6, 8, 10)},
+    second_loads: dict = param({"30b": (1, 2, 3, 4, 5, 6, 8, 10, 12), "235b": (1, 2, 3, 4, 6, 8, 10)},
                                "offered loads of the second row per testbed")
     policies: tuple[str, ...] = param(("smetric", *BASELINES), "routers: smetric and the baselines screened")
     screen_seeds: tuple[int, ...] = param((0, 1), "seeds on which every baseline is run for the screening")
