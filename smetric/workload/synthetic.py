@@ -361,15 +361,15 @@ def _session_timeline(turn_offsets, system_len, first_input, append, output, gap
 
 
 @njit(cache=True)
-def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoch_base, block_size, fresh_base):
-    """Chained ids: system-prompt blocks shared by prompt, transcript blocks by epoch, partial tail fresh."""
+def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoch_base, block_size, fresh):
+    """Chained ids: system-prompt blocks shared by prompt, transcript blocks by epoch, partial tail ``fresh[i]``."""
     ids = np.empty(offsets[-1], dtype=np.int64)
     for i in range(len(input_len)):
         n_full = input_len[i] // block_size
         sf = system_full[i]
         for j in range(offsets[i + 1] - offsets[i]):
             if j >= n_full:
-                ids[offsets[i] + j] = fresh_base + i
+                ids[offsets[i] + j] = fresh[i]
             elif j < sf:
                 ids[offsets[i] + j] = system_base[i] + j
             else:
@@ -470,23 +470,25 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
     epoch_size = np.maximum(epoch_tokens // bs - prompt_full[epoch_prompt], 0)
     epoch_base = system_base[-1] + np.concatenate([[0], np.cumsum(epoch_size)])
 
+    # the requests kept (all, or those arriving in [0, duration)) in arrival order; only their blocks are built
     order = np.argsort(arrival, kind="stable")
-    new_row = np.empty(n, dtype=np.int64)
-    new_row[order] = np.arange(n)
-    parent = np.where(turn > 0, np.arange(n) - 1, -1)
-    parent = np.where(parent >= 0, new_row[np.maximum(parent, 0)], -1)[order]
-    input_len = input_len[order]
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    pos = np.arange(n) if duration is None else np.flatnonzero((arrival[order] >= 0.0) & (arrival[order] < duration))
+    rows = order[pos]
+    new_row = np.full(n, -1, dtype=np.int64)
+    new_row[rows] = np.arange(len(rows))
+    previous = np.where(turn[rows] > 0, rows - 1, -1)
+    parent = np.where(previous >= 0, new_row[np.maximum(previous, 0)], -1)  # a parent cut off by the window: -1
+    input_len = input_len[rows]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum((input_len + bs - 1) // bs, out=offsets[1:])
-    prompt = prompt_of_session[session_of[order]]
-    block_ids = _chained_block_ids(input_len, offsets, epoch[order], prompt_full[prompt], system_base[prompt],
-                                   epoch_base, bs, epoch_base[-1])
-    workload = Workload(
-        arrival=arrival[order], input_len=input_len, output_len=output[order], session=session_of[order],
-        turn=turn[order], parent=parent, gap=gap[order], block_offsets=offsets, block_ids=block_ids,
-        block_size=bs, priority=np.ones(n), name=c.name,
+    prompt = prompt_of_session[session_of[rows]]
+    block_ids = _chained_block_ids(input_len, offsets, epoch[rows], prompt_full[prompt], system_base[prompt],
+                                   epoch_base, bs, epoch_base[-1] + pos)  # fresh tail id: the request's rank
+    return Workload(
+        arrival=arrival[rows], input_len=input_len, output_len=output[rows], session=session_of[rows],
+        turn=turn[rows], parent=parent, gap=np.where(parent >= 0, gap[rows], 0.0), block_offsets=offsets,
+        block_ids=block_ids, block_size=bs, priority=np.ones(len(rows)), name=c.name,
     )
-    return workload if duration is None else workload.window(0.0, duration)
 
 
 def with_overrides(config: SessionWorkloadConfig, **overrides) -> SessionWorkloadConfig:
