@@ -35,8 +35,9 @@ class Params(FigureParams):
                               "store": ("under-provisioned",), "replay": ("open",)},
                              "axis -> values varied one at a time around the default variant")
     under_provisioned: str = param("25:6", "the under-provisioned store, per instance: capacity GB and GB/s")
-    policies: tuple[str, ...] = param(("smetric", "lmetric", "least-load"),
-                                      "smetric and the strongest baselines (LMetric, least-load: the budget)")
+    policies: tuple[str, ...] = param(("smetric", "lmetric", "dynamo", "least-load"),
+                                      "smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder "
+                                      "and on claude-code), least-load (load-only)")
     split: tuple[int, int] = param((20, 12), "prefill, decode instances of C14 (the split fig07's rule chose)")
     n_instances: int = param(32, "instances of the 30B testbed")
     multipliers: tuple[float, ...] = param((6, 8, 9, 10, 12), "loads in paper multipliers of the anchor (8x)")
