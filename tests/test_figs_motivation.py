@@ -275,3 +275,21 @@ def test_fig05_quick_has_the_claude_code_row():
     fit = df[df["panel"] == "fit"].set_index(["workload", "metric", "stat"])["value"]
     assert fit["claude-code", "attention cost", "spearman"] > fit["claude-code", "new tokens", "spearman"]
     assert "claude-code (second row)" in fig05.findings(df)
+
+
+def test_figure_bands_are_drawn_the_same_every_run():
+    """Seaborn bootstraps confidence bands: seeded, the same frame gives the same image (no churn in figures/)."""
+    import hashlib
+    import io
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame([{"seed": s, "policy": p, "rpm_per_instance": r, "hit_ratio": rng.random(),
+                           "goodput_tps": 1e3 * rng.random()}
+                          for s in range(5) for p in ("bailian", "lmetric") for r in (10.0, 20.0)])
+
+    def digest():
+        buf = io.BytesIO()
+        mo.plot_no_global_tier(frame).savefig(buf, format="png", dpi=40)
+        return hashlib.sha256(buf.getvalue()).hexdigest()
+
+    assert digest() == digest()

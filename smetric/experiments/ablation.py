@@ -280,7 +280,7 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
                                              testbed=lambda d: d["testbed"] + " paper")
         both = pd.concat([bars, paper], ignore_index=True) if i == 0 else bars  # the paper's numbers: main row
         order = list(dict.fromkeys(bars["step"]))
-        sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h")
+        sns.barplot(both, y="step", x="measured", hue="testbed", order=order, ax=axes[-1], orient="h", seed=0)
         axes[-1].axvline(0, color="0.3", lw=1)
         axes[-1].set(xlabel="peak goodput gain (%)", ylabel="",
                      title=f"{prefix}component gains\n(top two: paper's order)")
@@ -452,7 +452,7 @@ def plot_sensitivity(summary: pd.DataFrame):
         long = long[(long["knob"] != "slo_scale") | (long["comparison"] != "vs SMETRIC default")]  # itself
         for ax, knob in zip(axes, knobs):
             sub = long[long["knob"] == knob].assign(setting=lambda d: d["value"].map("{:g}".format))
-            sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette)
+            sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette, seed=0)
             ax.axhline(0, color="0.3", lw=1)
             ax.set(xlabel=knob, ylabel="peak goodput difference (%)",
                    title=f"{workload}: {titles[knob]}" if workload else titles[knob])

@@ -461,7 +461,7 @@ def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes
     mean["k"] = mean[metric] / 1e3
     here = [p for p in order if p in set(mean["policy"])]
     sns.lineplot(mean, x="rpm_per_instance", y="k", hue="policy", hue_order=here, palette=palette, size="policy",
-                 sizes=sizes, size_order=here, marker="o", markersize=4, ax=ax, legend=legend)
+                 sizes=sizes, size_order=here, marker="o", markersize=4, ax=ax, legend=legend, seed=0)
 
 
 def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] = PAPER_POINTS):
@@ -560,7 +560,7 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
         for ax, (metric, label, slo, slo_label) in zip(axes, panels):
             data = here[here["metric"] == metric].assign(value=lambda d: d["value"].clip(lower=1e-3))
             sns.lineplot(data, x="value", y="quantile", hue="policy", hue_order=order, palette=palette, size="policy",
-                         sizes=sizes, size_order=order, estimator=None, ax=ax, legend=i == 0 and ax is axes[-1])
+                         sizes=sizes, size_order=order, estimator=None, ax=ax, legend=i == 0 and ax is axes[-1], seed=0)
             ax.axvline(slo, color="0.3", ls="--", lw=1, label=slo_label)
             ax.set(xscale="log", xlabel=f"{label}, log scale", ylabel="CDF of requests", ylim=(0, 1.01),
                    title=f"{label.split(' (')[0]}: {where}")

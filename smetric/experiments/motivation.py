@@ -152,7 +152,8 @@ def plot_no_global_tier(frame: pd.DataFrame):
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
     fig, rows = row_grid(data, 2, width=11, height=4.2)
-    kw = dict(x="rpm_per_instance", hue="scheduler", style="scheduler", markers=True, dashes=False)
+    kw = dict(x="rpm_per_instance", hue="scheduler", style="scheduler", markers=True, dashes=False,
+              seed=0)  # bootstrap bands drawn the same way every run
     for i, (workload, sub, axes) in enumerate(rows):
         sns.lineplot(sub, y="hit_ratio", ax=axes[0], legend=i == 0, **kw)
         sns.lineplot(sub, y="goodput_ktps", ax=axes[1], legend=False, **kw)
@@ -484,7 +485,7 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
         ax = fig.add_subplot(grid[top + 1, j * half:(j + 1) * half])
         means = ratios.groupby("scheduler", sort=False)[col].mean()
         sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax,
-                     hue_order=list(means.index), legend=j == 0)
+                     hue_order=list(means.index), legend=j == 0, seed=0)
         if j == 0:
             handles, labels = ax.get_legend_handles_labels()
             ax.legend(handles, [f"{lab} (mean {means[lab]:.2f}x)" for lab in labels], fontsize=8)
@@ -688,14 +689,14 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
                     title=f"{prefix}per request (proportional fit,\nk = median seconds per unit)")
         pairs = sub[sub["panel"] == "pairs"]
         sns.lineplot(pairs, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[1],
-                     legend=False)
+                     legend=False, seed=0)
         axes[1].set(xscale="log", xlabel="mean queue length (requests)",
                     ylabel="share of queue pairs ordered right", ylim=(0.45, 1.0),
                     title=f"{prefix}which of two queues\nfinishes its prefill first?")
         queue_lengths = sorted(pairs["queue_len"].unique())
         regret = sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")]
         sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
-                     legend=False)
+                     legend=False, seed=0)
         axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
                     ylabel="extra queued prefill of the pick (s)",
                     title=f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded")

@@ -99,12 +99,12 @@ def plot_workload_characterization(frame: pd.DataFrame):
     fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
     axes = axes.ravel()
     panel = {name: frame[frame["panel"] == name] for name in ("reuse", "source", "distance_cdf", "lorenz")}
-    sns.barplot(panel["reuse"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[0])
+    sns.barplot(panel["reuse"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[0], seed=0)
     axes[0].axhline(0.8, color="0.3", ls="--", lw=1)
     axes[0].set(xlabel="", ylabel="prefix reuse (share of input tokens)", ylim=(0, 1),
                 title="Reuse (F1, F3): agent > 80 %,\nfirst turns 18-20 %")
     sns.barplot(panel["source"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[1],
-                legend=False)
+                legend=False, seed=0)
     axes[1].axhline(0.65, color="0.3", ls="--", lw=1)
     axes[1].set(xlabel="", ylabel="share of reused tokens", ylim=(0, 1), title="Where reuse comes from (F2):\n"
                 "> 65 % intra-session")
