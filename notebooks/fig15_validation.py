@@ -35,6 +35,7 @@ lmetric_loads: list = None  # loads of the LMetric-artifact sweep (requests/min/
 variant_loads: list = None  # loads of the store and open-replay variants of the LMetric setup
 lmetric_instances: int = None  # instances of the LMetric artifact (16 H20)
 lmetric_minutes: float = None  # measured window of the LMetric runs (the artifact replays 20 min)
+trace: str = None  # a timestamped trace file or catalog name replacing bailian-coder at the LMetric point (the artifact replays the public BAILIAN coder trace: qwen-coder)
 presets: list = None  # workload presets whose knee is compared with Finding 6
 preset_loads: dict = None  # loads per preset bracketing its knee (requests/min/instance)
 preset_instances: int = None  # instances of the 30B testbed for the preset knees
@@ -48,8 +49,8 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig15_validation as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, seeds=seeds, lmetric_loads=lmetric_loads, variant_loads=variant_loads,
-                              lmetric_instances=lmetric_instances, lmetric_minutes=lmetric_minutes, presets=presets,
+params = figure.Params.preset(context.quick, trace=trace, seeds=seeds, lmetric_loads=lmetric_loads,
+                              variant_loads=variant_loads, lmetric_instances=lmetric_instances, lmetric_minutes=lmetric_minutes, presets=presets,
                               preset_loads=preset_loads, preset_instances=preset_instances,
                               preset_minutes=preset_minutes, policies=policies, warmup_frac=warmup_frac)
 params

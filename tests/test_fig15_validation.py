@@ -141,6 +141,25 @@ def test_tiny_run_shapes_and_bounds():
     assert len(va.point_table(df)) == len(va.LMETRIC_SETUPS)
 
 
+def test_the_lmetric_point_replays_a_trace_file(tmp_path):
+    """``trace=PATH``: the LMetric block runs the file at each load (the same requests for every seed)."""
+    from smetric.experiments.setups import trace_workload
+    from smetric.workload.synthetic import synth_agent_workload
+    from smetric.workload.writers import write_trace
+
+    path = write_trace(synth_agent_workload(duration=900.0, warmup=3600.0, seed=2, preset="bailian-coder",
+                                            requests_per_minute=120.0), tmp_path / "coder.jsonl", "bailian")
+    df = va.validation_runs(seeds=(0, 1), lmetric_loads=(20.0,), variant_loads=(20.0,), lmetric_minutes=2.0,
+                            presets=("bailian-coder",), preset_loads={"bailian-coder": (20.0,)}, preset_instances=2,
+                            preset_minutes=1.5, policies=("lmetric",), lmetric_instances=2, trace=str(path), jobs=1)
+    lm = df[df["block"] == "lmetric"]
+    assert set(lm["preset"]) == {str(path)} and set(df.loc[df["block"] == "finding6", "preset"]) == {"bailian-coder"}
+    arrived = len(trace_workload(str(path), 2, 2.0, 20.0).window(30.0, 120.0))  # after the warm-up quarter
+    primary = lm[lm["setup"] == va.PRIMARY_SETUP]
+    assert primary.groupby("seed")["n_requests"].first().nunique() == 1  # the same file for every seed
+    assert abs(primary["n_requests"].iloc[0] - arrived) <= 2
+
+
 @pytest.mark.parametrize("kwargs, match", [({"seeds": (0,)}, "at least 2 seeds"),
                                            ({"presets": ("toolagent",)}, "no loads")])
 def test_validation_runs_rejects_bad_plans(kwargs, match):

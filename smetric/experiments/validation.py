@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .setups import PROVISIONED, agent_workload, paper_cluster
+from .setups import PROVISIONED, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import gain_interval
 
@@ -97,8 +97,10 @@ def _seed_runs(block: str, preset: str, seed: int, *, plan: Mapping, warmup_frac
         cluster = (lmetric_cluster(setup, spec["n_instances"]) if block == "lmetric"
                    else paper_cluster("30b", n_instances=spec["n_instances"]))
         for rpm in loads:
-            workload = agent_workload(cluster.n_instances, spec["minutes"], seed, rpm_per_instance=float(rpm),
-                                      preset=preset, reference_rpm=float(top))
+            workload = (trace_workload(spec["trace"], cluster.n_instances, spec["minutes"], float(rpm))
+                        if spec.get("trace") else
+                        agent_workload(cluster.n_instances, spec["minutes"], seed, rpm_per_instance=float(rpm),
+                                       preset=preset, reference_rpm=float(top)))
             offered = rpm * cluster.n_instances * spec["minutes"] * (1 - warmup_frac)  # requests in the window
             for policy in spec["policies"]:
                 measured = _measure(workload, cluster, policy, seed, warmup_frac)
@@ -119,12 +121,14 @@ def arrived_shares(df: pd.DataFrame) -> pd.DataFrame:
 def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], variant_loads: Sequence[float],
                     lmetric_minutes: float, presets: Sequence[str], preset_loads: Mapping[str, Sequence[float]],
                     preset_instances: int, preset_minutes: float, policies: Sequence[str],
-                    lmetric_instances: int = LMETRIC_INSTANCES, warmup_frac: float = 0.25,
+                    lmetric_instances: int = LMETRIC_INSTANCES, warmup_frac: float = 0.25, trace: str | None = None,
                     jobs: int | None = None) -> pd.DataFrame:
     """All simulations of fig15, one row per (block, preset, seed, setup, policy, load).
 
     ``block = lmetric``: LMetric routing on :func:`lmetric_cluster`, the primary setup over
-    ``lmetric_loads`` and the variants over ``variant_loads``, on ``bailian-coder``.
+    ``lmetric_loads`` and the variants over ``variant_loads``, on ``bailian-coder`` -- or on ``trace`` (a
+    timestamped trace file or catalog name replayed at each load, e.g. the artifact's own public BAILIAN
+    coder trace ``qwen-coder`` where it is downloaded; its ``preset`` column is then the trace).
     ``block = finding6``: ``policies`` on the 30B testbed's default stack with ``preset_instances``
     instances, each preset over its ``preset_loads``. ``arrived_share``: requests arriving in the measured
     window over the offered ``rpm x instances x minutes x (1 - warmup_frac)``. Each seed's loads are thinned
@@ -137,9 +141,9 @@ def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], var
     if len(seeds) < 2:
         raise ValueError(f"fig15 reports intervals over seeds: give at least 2 seeds, got {list(seeds)}")
     variants = {s: tuple(variant_loads) for s in LMETRIC_SETUPS if s != PRIMARY_SETUP}
-    plan = {("lmetric", "bailian-coder"): {"loads": {PRIMARY_SETUP: tuple(lmetric_loads), **variants},
-                                           "policies": ("lmetric",), "n_instances": lmetric_instances,
-                                           "minutes": lmetric_minutes}}
+    plan = {("lmetric", trace or "bailian-coder"): {"loads": {PRIMARY_SETUP: tuple(lmetric_loads), **variants},
+                                                    "policies": ("lmetric",), "n_instances": lmetric_instances,
+                                                    "minutes": lmetric_minutes, "trace": trace}}
     for preset in presets:
         plan[("finding6", preset)] = {"loads": {"default stack": tuple(preset_loads[preset])},
                                       "policies": tuple(policies), "n_instances": preset_instances,

@@ -22,10 +22,12 @@ class Params(FigureParams):
                                              "loads of the store and open-replay variants of the LMetric setup")
     lmetric_instances: int = param(16, "instances of the LMetric artifact (16 H20)")
     lmetric_minutes: float = param(10.0, "measured window of the LMetric runs (the artifact replays 20 min)")
+    trace: str | None = param(None, "a timestamped trace file or catalog name replacing bailian-coder at the LMetric "
+                                    "point (the artifact replays the public BAILIAN coder trace: qwen-coder)")
     presets: tuple[str, ...] = param(("bailian-coder", "toolagent", "long-context", "claude-code"),
                                      "workload presets whose knee is compared with Finding 6")
     preset_loads: dict = param({"bailian-coder": (36, 42, 48, 54, 60, 66), "toolagent": (20, 30, 40, 50, 60, 70),
-                                "long-context": (8, 12, 16, 20, 24), "claude-code": (0.5, 1.0, 1.5, 2.0, 2.5)},
+                                "long-context": (8, 12, 16, 20, 24), "claude-code": (1, 2, 4, 6, 8, 10)},
                                "loads per preset bracketing its knee (requests/min/instance)")
     preset_instances: int = param(32, "instances of the 30B testbed for the preset knees")
     preset_minutes: float = param(5.0, "measured window of the preset runs")
@@ -37,7 +39,7 @@ class Params(FigureParams):
         return cls(seeds=(0, 1), lmetric_loads=(40, 53.8, 80, 120), variant_loads=(40, 53.8, 70),
                    lmetric_instances=4, lmetric_minutes=3.0, preset_instances=8, preset_minutes=3.0,
                    preset_loads={"bailian-coder": (36, 54, 66), "toolagent": (20, 50, 70),
-                                 "long-context": (8, 16, 24), "claude-code": (1.0, 2.0, 3.0)})
+                                 "long-context": (8, 16, 24), "claude-code": (2.0, 6.0)})
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
@@ -45,7 +47,7 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
                               lmetric_minutes=p.lmetric_minutes, presets=p.presets, preset_loads=p.preset_loads,
                               preset_instances=p.preset_instances, preset_minutes=p.preset_minutes,
                               policies=p.policies, lmetric_instances=p.lmetric_instances,
-                              warmup_frac=p.warmup_frac, jobs=jobs)
+                              warmup_frac=p.warmup_frac, trace=p.trace, jobs=jobs)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
