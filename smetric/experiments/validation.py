@@ -184,7 +184,8 @@ def _interval(values: pd.Series) -> dict:
 
 def knee_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per (block, preset, setup): the best router's SLO knee and its capacity (median TTFT <= 1 s), mean and
-    95 % t-interval over seeds (``censored`` counts seeds whose crossing lies outside the grid)."""
+    95 % t-interval over seeds (``censored`` counts seeds whose crossing lies outside the grid, ``knee_below_grid``
+    those already below the SLO share at the lowest load)."""
     rows = []
     for (block, preset, setup, policy, seed), sub in df.groupby(["block", "preset", "setup", "policy", "seed"],
                                                                 sort=False):
@@ -202,7 +203,8 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
         k, c = _interval(mine["knee"]), _interval(mine["capacity"])
         out.append({"block": block, "preset": preset, "setup": setup, "best_router": best,
                     "knee": k["mean"], "knee_low": k["ci_low"], "knee_high": k["ci_high"], "n_seeds": k["n_seeds"],
-                    "knee_censored": k["censored"], "capacity": c["mean"], "capacity_low": c["ci_low"],
+                    "knee_censored": k["censored"], "knee_below_grid": int(mine["knee"].isna().sum()),
+                    "capacity": c["mean"], "capacity_low": c["ci_low"],
                     "capacity_high": c["ci_high"], "capacity_censored": c["censored"]})
     return pd.DataFrame(out)
 

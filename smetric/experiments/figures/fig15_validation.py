@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from .. import validation as va
@@ -80,15 +79,19 @@ def findings(df: pd.DataFrame) -> str:
         s = shares[(shares["block"] == "finding6") & (shares["preset"] == r["preset"])]
         flow = (f"requests arriving / offered {s['arrived_share'].iloc[0]:.2f} at {s['rpm_per_instance'].iloc[0]:g} "
                 f"-> {s['arrived_share'].iloc[-1]:.2f} at {s['rpm_per_instance'].iloc[-1]:g}")
-        if np.isfinite(r["knee"]):
+        capacity = (f"capacity (median TTFT <= 1 s) {r['capacity']:.1f} [{r['capacity_low']:.1f}, "
+                    f"{r['capacity_high']:.1f}]" if r["capacity_censored"] == 0 else "capacity beyond the grid")
+        if r["knee_censored"] == 0:
             per_preset.append(f"  {r['preset']}: knee {r['knee']:.1f} [{r['knee_low']:.1f}, {r['knee_high']:.1f}] "
                               f"({r['best_router']}); Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it; "
-                              f"{flow}")
+                              f"{capacity}; {flow}")
         else:
-            side = "above" if r["knee"] > 0 else "below"
-            per_preset.append(f"  {r['preset']}: knee not determined: attainment crosses {va.KNEE_ATTAINMENT:.0%} "
-                              f"{side} the load grid for {r['knee_censored']} of {len(df['seed'].unique())} seeds "
-                              f"({r['best_router']}); {flow}")
+            below, above = r["knee_below_grid"], r["knee_censored"] - r["knee_below_grid"]
+            where = "; ".join(part for part in (f"{below} already below it at the grid's lowest load" if below else "",
+                                                f"{above} above it at every load" if above else "") if part)
+            per_preset.append(f"  {r['preset']}: knee not determined ({va.KNEE_ATTAINMENT:.0%} SLO attainment) for "
+                              f"{r['knee_censored']} of {len(df['seed'].unique())} seeds: {where} "
+                              f"({r['best_router']}); {capacity}; {flow}")
     text = [
         f"LMetric point ({va.LMETRIC_RPM} requests/min/instance, {va.PRIMARY_SETUP}): SLO attainment "
         f"{v['slo_attainment']:.3f} [{v['slo_low']:.3f}, {v['slo_high']:.3f}], busy fraction {v['busy_mean']:.2f}, "
