@@ -25,6 +25,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 variations: dict = None  # axis -> values varied one at a time around the default variant
+trace: str = None  # a timestamped trace file or catalog name run as one more workload variant (replayed at each offered rate; the probe starts at bailian-coder's guess)
 under_provisioned: str = None  # the under-provisioned store, per instance: capacity GB and GB/s
 policies: list = None  # smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder and on claude-code), least-load (load-only)
 split: list = None  # prefill, decode instances of C14 (the split fig07's rule chose)
@@ -42,7 +43,8 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig14_claim_robustness as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, variations=variations, under_provisioned=under_provisioned,
+params = figure.Params.preset(context.quick, variations=variations, trace=trace,
+                              under_provisioned=under_provisioned,
                               policies=policies, split=split, n_instances=n_instances, multipliers=multipliers,
                               probe_start=probe_start, minutes=minutes, trace_minutes=trace_minutes, seeds=seeds,
                               warmup_frac=warmup_frac)

@@ -118,3 +118,23 @@ def test_a_real_trace_variant_is_measured_over_its_own_window():
     assert {k: v for k, v in trace.items() if k != "minutes"} == {k: v for k, v in setups["pd"].items()
                                                                    if k != "minutes"}
     assert fig14._setup(setups, "colocated", Variant(workload="toolagent"), p.trace_minutes) == setups["colocated"]
+
+
+def test_a_trace_file_is_one_more_workload_variant(tmp_path):
+    """``trace=PATH`` adds a workload variant that replays the file at each offered rate."""
+    from smetric.experiments.figures import fig14_claim_robustness as fig14
+    from smetric.experiments.robustness import Variant, peak_compute
+    from smetric.experiments.setups import offered_point
+    from smetric.workload.synthetic import synth_agent_workload
+    from smetric.workload.writers import write_trace
+
+    path = str(write_trace(synth_agent_workload(duration=900.0, warmup=3600.0, seed=4, preset="bailian-coder",
+                                                requests_per_minute=120.0), tmp_path / "coder.jsonl", "bailian"))
+    p = fig14.Params.quick()
+    names = [v.name for v in fig14.variants(fig14.Params(**{**p.as_dict(), "trace": path}))]
+    assert names == [v.name for v in fig14.variants(p)] + [f"workload={path}"]
+    assert fig14._reference(p, path) == fig14._reference(p, "bailian-coder")
+    rows = peak_compute(Variant(name="t", workload=path), (0, 1), rpm_grid={"t": (20.0,)}, policies=("least-load",),
+                        n_instances=2, minutes=2.0)
+    direct = offered_point(20.0, "least-load", n_instances=2, minutes=2.0, trace=path)
+    assert rows["goodput_tps"].tolist() == [direct["goodput_tps"]] * 2  # the same file for every seed

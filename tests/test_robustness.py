@@ -243,8 +243,8 @@ def test_peak_compute_validates():
                  minutes=1.0)
     with pytest.raises(ValueError, match="unknown KV connector|kv_connector"):
         fn(Variant(kv_connector="lmcache"), (0,))
-    with pytest.raises(ValueError, match="workload must be one of"):
-        fn(Variant(workload="agent"), (0,))
+    with pytest.raises(FileNotFoundError, match="neither an existing file nor a known trace"):
+        fn(Variant(workload="agent"), (0,))  # not a preset: read as a trace file or catalog name
     with pytest.raises(ValueError, match="attention_calibration must be one of"):
         fn(Variant(attention="fa2"), (0,))
     with pytest.raises(ValueError, match="replay must be one of"):

@@ -309,7 +309,9 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
                  cluster_overrides: Mapping | None = None, reference_rpm: float | None = None) -> pd.DataFrame:
     """Per-seed ``metric`` of ``policies`` over a grid of offered loads (requests/min/instance) on ``testbed`` with
     every axis of the variant applied: the workload preset (thinned from one workload at the grid's top,
-    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top), the KV connector, the GPU,
+    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top; a workload that is not
+    one of ``setups.WORKLOADS`` is a timestamped trace file or catalog name replayed at each load), the KV
+    connector, the GPU,
     the Hopper attention calibration
     (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
     ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`) and the replay. ``cluster_overrides`` are further
@@ -321,7 +323,7 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     with :func:`functools.partial`.
     """
     from ..cluster.config import GlobalStore
-    from .setups import TESTBEDS, offered_point
+    from .setups import TESTBEDS, WORKLOADS, offered_point
 
     if callable(rpm_grid):
         grid = [float(x) for x in rpm_grid(variant)]
@@ -338,14 +340,17 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=tp)
     cluster = {**(cluster_overrides or {}), "gpu": variant.gpu, "kv_connector": variant.kv_connector,
                "attention_calibration": variant.attention, "replay": variant.replay}
-    workload = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}
+    if variant.workload in WORKLOADS:
+        workload, trace = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}, None
+    else:  # a timestamped trace file or catalog name, replayed at each offered rate (the same for every seed)
+        workload, trace = None, variant.workload
     rows = []
     for seed in seeds:
         for rpm in grid:
             for policy in policies:
                 summary = offered_point(rpm, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
                                         seed=int(seed), warmup_frac=warmup_frac, global_store=store,
-                                        cluster_overrides=cluster, workload_overrides=workload)
+                                        cluster_overrides=cluster, workload_overrides=workload, trace=trace)
                 rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": rpm, metric: summary[metric]})
     return pd.DataFrame(rows)
 

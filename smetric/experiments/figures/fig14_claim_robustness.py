@@ -34,6 +34,8 @@ class Params(FigureParams):
                               "attention": ("a100-borrowed",), "gpu": ("h200", "h800"),
                               "store": ("under-provisioned",), "replay": ("open",)},
                              "axis -> values varied one at a time around the default variant")
+    trace: str | None = param(None, "a timestamped trace file or catalog name run as one more workload variant "
+                                    "(replayed at each offered rate; the probe starts at bailian-coder's guess)")
     under_provisioned: str = param("25:6", "the under-provisioned store, per instance: capacity GB and GB/s")
     policies: tuple[str, ...] = param(("smetric", "lmetric", "dynamo", "least-load"),
                                       "smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder "
@@ -76,9 +78,14 @@ def _setups(p: Params) -> dict[str, dict]:
                    "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_p, "n_decode": n_d}}}
 
 
+def _start(p: Params, workload: str) -> float:
+    """The probe's first guess for a workload (a trace file without one starts at bailian-coder's)."""
+    return float(p.probe_start.get(workload, p.probe_start["bailian-coder"]))
+
+
 def _reference(p: Params, workload: str) -> float:
     """The rate every load of a workload is thinned from: the top of the probe ladder plus one step."""
-    return float(p.probe_start[workload]) * PROBE["ratio"] ** (PROBE["steps"] + 1)
+    return _start(p, workload) * PROBE["ratio"] ** (PROBE["steps"] + 1)
 
 
 def _setup(setups: dict, kind: str, v: Variant, trace_minutes: float) -> dict:
@@ -104,7 +111,10 @@ def _measure_point(variant: str, kind: str, seed: int, *, variants: dict, setups
 
 def variants(p: Params) -> list[Variant]:
     """The default variant and the one-at-a-time variations (store names resolved to ``CAP:BW``)."""
-    out = one_at_a_time(Variant(), **{a: tuple(vals) for a, vals in p.variations.items()})
+    variations = {a: tuple(vals) for a, vals in p.variations.items()}
+    if p.trace is not None:
+        variations["workload"] = (*variations.get("workload", ()), str(p.trace))
+    out = one_at_a_time(Variant(), **variations)
     return [Variant(**{**v.__dict__, "store": _store(p, v.store)}) for v in out]
 
 
@@ -117,7 +127,8 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     refs = {w: _reference(p, w) for w in {v.workload for v in vs}}
     shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes}
     probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
-                   shared={**shared, "starts": dict(p.probe_start)}, jobs=jobs, progress=False, on_error="raise")
+                   shared={**shared, "starts": {v.workload: _start(p, v.workload) for v in vs}}, jobs=jobs,
+                   progress=False, on_error="raise")
     anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
     grids = {key: tuple(a * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers) for key, a in anchors.items()}
     results = sweep([{"variant": v.name, "kind": k, "seed": int(s)} for s in p.seeds for v in vs for k in setups],
