@@ -46,8 +46,8 @@ class Params(FigureParams):
     probe_start: dict = param({"bailian-coder": 40, "toolagent": 48, "long-context": 24, "claude-code": 4},
                               "workload -> first guess of the anchor (requests/min/instance) the probe ladders from")
     minutes: float = param(2, "measured window of the agent workload (2 min: 8 seeds fit the make-figures budget)")
-    trace_minutes: float = param(10, "measured window of a real-trace workload variant (claude-code: ~1-2 requests "
-                                     "per minute per instance, cheap to simulate)")
+    trace_minutes: float = param(10, "measured window of a real-trace workload variant (claude-code: ~6 requests "
+                                     "per minute per instance at its peak, cheap to simulate)")
     seeds: tuple[int, ...] = param(tuple(range(8)), "workload seeds (paired)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured")
 
