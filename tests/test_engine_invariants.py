@@ -53,7 +53,7 @@ def test_invariants(case):
     assert np.all(raw.finish[done] <= raw.end_time)
     # KV capacity is never exceeded
     assert np.all(raw.inst_kv_peak <= inp.hbm_blocks)
-    assert raw.timeseries[..., 2].max() <= inp.hbm_blocks
+    assert np.all(raw.timeseries[..., 2] <= inp.hbm_blocks)  # no samples when every request was rejected
     # tokens are conserved: computed prefill = prompt - hits; every generated token is decoded once
     hits = raw.hit_hbm + raw.hit_dram + raw.hit_global
     assert np.array_equal(raw.prefill_tokens[done], inp.input_len[done] - hits[done])
@@ -90,3 +90,13 @@ def test_requests_too_large_for_hbm_are_reported_and_the_rest_complete():
     assert list(res.requests["status"]) == ["completed", "exceeds_kv_capacity", "completed"]
     assert res.summary()["n_unfinished"] == 1
     assert not res.requests["slo_met"][1]
+
+
+def test_a_run_whose_every_request_is_rejected_reports_it():
+    """Every prompt too large for an instance: no timeseries samples, nothing completed, attainment 0 (no crash)."""
+    wl = agent_workload(1, n_sessions=1, max_turns=1, span=2.0, first_prompt=(2349, 2350), output=(30, 31))
+    cluster = small_cluster(kv_tokens=2000, block_size=16, max_num_seqs=2, max_batched_tokens=512, n_instances=3)
+    result = simulate(wl, cluster, "smetric", progress=False)
+    summary = result.summary()
+    assert result.timeseries.empty and summary["n_completed"] == 0 and summary["n_unfinished"] == 1
+    assert summary["slo_attainment"] == 0.0 and np.isnan(summary["goodput_tps"])

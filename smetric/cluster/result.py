@@ -252,8 +252,8 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
         "dram_read_bytes": raw.inst_dram_read, "global_read_bytes": raw.inst_global_read,
         "pd_read_bytes": raw.inst_pd_read,
     })
-    n_inst, n_samples, _ = raw.timeseries.shape
-    ts = raw.timeseries.reshape(n_inst * n_samples, -1)
+    n_inst, n_samples, n_fields = raw.timeseries.shape  # no samples when every request was rejected
+    ts = raw.timeseries.reshape(n_inst * n_samples, n_fields)
     timeseries = pd.DataFrame({
         "time": np.tile(inp.arrival[0] + np.arange(n_samples) * raw.sample_dt, n_inst),
         "instance": np.repeat(np.arange(n_inst), n_samples),
