@@ -65,3 +65,14 @@ def test_claims_read_the_main_row_and_row_claims_the_others():
 def test_frames_without_a_workload_column_are_one_row():
     frame = pd.DataFrame({"x": [1, 2]})
     assert [(w, len(f)) for w, f in wr.workload_frames(frame)] == [("", 2)]
+
+
+def test_per_workload_tables_and_row_titles():
+    df = wr.compute_rows(Rows(), _run)
+    table = wr.per_workload(df, lambda sub: pd.DataFrame({"n": [len(sub)], "top": [sub["value"].max()]}))
+    assert table.to_dict("list") == {"workload": ["bailian-coder", "claude-code"], "n": [2, 2],
+                                     "top": [len("bailian-coder") * 50.0, len("claude-code") * 2.0]}
+    plain = wr.per_workload(pd.DataFrame({"value": [1.0, 3.0]}), lambda sub: sub.sum().to_frame().T)
+    assert list(plain.columns) == ["value"] and plain["value"].iloc[0] == 4.0
+    assert wr.row_title("claude-code", "TTFT") == "claude-code: TTFT" and wr.row_title("", "TTFT") == "TTFT"
+    assert wr.row_title("claude-code") == "claude-code: "

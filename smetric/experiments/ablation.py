@@ -29,7 +29,7 @@ from .claims import paper_value
 from .setups import DEFAULT_WORKLOAD, WORKLOADS, offered_point, paper_cluster
 from .sweep import sweep
 from .verdicts import Interval, claim_columns, gain_interval
-from .workload_rows import row_grid, workload_frames
+from .workload_rows import per_workload, row_grid, row_title
 
 __all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
            "ablation", "ablation_gains", "ablation_claims", "plot_ablation",
@@ -169,31 +169,27 @@ def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:
     ``from`` variant has no goodput at some seed has no ratio there: its gain and interval are NaN
     (``n_seeds`` 0, an undetermined verdict) and ``note`` names the seeds; ``note`` is empty otherwise.
     """
+    return per_workload(frame, _gains)
+
+
+def _gains(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ablation_gains` of one workload's rows."""
     rows = []
-    for workload, sub_frame in _by_workload(frame):
-        peaks = peak_goodput(sub_frame, ["testbed", "seed", "variant"]).unstack("variant")
-        for testbed, sub in peaks.groupby(level="testbed", sort=False):
-            for claim, component, context, src, dst, primary in _STEPS:
-                empty = sorted(int(s) for s in sub.index.get_level_values("seed")[~(sub[src] > 0).to_numpy()])
-                per_seed = sub[dst] / sub[src] - 1.0
-                iv = gain_interval(per_seed) if not empty else Interval(np.nan, np.nan, np.nan, 0)
-                note = f"'{src}' has no goodput at seed(s) {empty}: no ratio, undetermined" if empty else ""
-                rows.append({**workload, "testbed": testbed, "claim_id": claim, "component": component,
-                             "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
-                             "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
-                             "ci_low": iv.low, "ci_high": iv.high,
-                             "gain_min": per_seed.min() if not empty else np.nan,
-                             "gain_max": per_seed.max() if not empty else np.nan,
-                             "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
+    peaks = peak_goodput(frame, ["testbed", "seed", "variant"]).unstack("variant")
+    for testbed, sub in peaks.groupby(level="testbed", sort=False):
+        for claim, component, context, src, dst, primary in _STEPS:
+            empty = sorted(int(s) for s in sub.index.get_level_values("seed")[~(sub[src] > 0).to_numpy()])
+            per_seed = sub[dst] / sub[src] - 1.0
+            iv = gain_interval(per_seed) if not empty else Interval(np.nan, np.nan, np.nan, 0)
+            note = f"'{src}' has no goodput at seed(s) {empty}: no ratio, undetermined" if empty else ""
+            rows.append({"testbed": testbed, "claim_id": claim, "component": component,
+                         "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
+                         "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
+                         "ci_low": iv.low, "ci_high": iv.high,
+                         "gain_min": per_seed.min() if not empty else np.nan,
+                         "gain_max": per_seed.max() if not empty else np.nan,
+                         "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
     return pd.DataFrame(rows)
-
-
-def _by_workload(frame: pd.DataFrame) -> list[tuple[dict, pd.DataFrame]]:
-    """``({"workload": w}, its rows)`` per workload of a frame with a ``workload`` column (main first), else
-    ``({}, frame)``: the summaries of a figure's two workload rows are computed apart, labelled alike."""
-    if "workload" not in frame.columns:
-        return [({}, frame)]
-    return [({"workload": w}, sub) for w, sub in workload_frames(frame)]
 
 
 def _one_workload(table: pd.DataFrame, what: str) -> None:
@@ -265,7 +261,7 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
     fig, rows = row_grid(frame, len(testbeds) + 1, width=4.6 * (len(testbeds) + 1), height=4.2)
     palette = dict(zip(ABLATION_VARIANTS, sns.color_palette("colorblind", len(ABLATION_VARIANTS))))
     for i, (workload, data, axes) in enumerate(rows):
-        prefix = f"{workload}: " if workload else ""
+        prefix = row_title(workload)
         for ax, testbed in zip(axes, testbeds):
             sub = data[data["testbed"] == testbed]
             sns.lineplot(sub, x="rpm_per_instance", y=sub["goodput_tps"] / 1e3, hue="variant",
@@ -354,13 +350,7 @@ def sensitivity_summary(frame: pd.DataFrame) -> pd.DataFrame:
     ratio: the gain and interval are NaN (``n_seeds`` 0, undetermined) and ``note`` names the seeds;
     ``rel_to_default`` is NaN where SMETRIC's default has no goodput.
     """
-    parts = []
-    for workload, sub in _by_workload(frame):
-        rows = _sensitivity_rows(sub)
-        for key, value in workload.items():
-            rows.insert(0, key, value)
-        parts.append(rows)
-    return pd.concat(parts, ignore_index=True)
+    return per_workload(frame, _sensitivity_rows)
 
 
 def _sensitivity_rows(frame: pd.DataFrame) -> pd.DataFrame:

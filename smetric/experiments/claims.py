@@ -105,7 +105,7 @@ def collect_row_claims(outdir: str | Path | None = None) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.concat(parts, ignore_index=True)
     paper = paper_claims()["paper_value"]
-    table.insert(2, "paper_value", table["claim_id"].map(paper))
-    table = table[["figure", *[c for c in table.columns if c != "figure"]]]
+    table.insert(0, "figure", table.pop("figure"))
+    table.insert(3, "paper_value", table["claim_id"].map(paper))
     table.to_csv(out / "claims_second_row.csv", index=False)
     return table

@@ -33,7 +33,7 @@ seeds are kept and run on every seed. SMETRIC is not run in the screening, so th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_va
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
     "pd_prefill_vs_load", "latency_distributions", "screening_table", "anchor_table", "paper_load_gains",
-    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "by_workload", "plot_vs_load",
+    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
     "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
 ]
 
@@ -391,19 +391,6 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
     return out
 
 
-def by_workload(df: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
-    """``table`` of each workload row's frame (:func:`~smetric.experiments.workload_rows.workload_frames`, main
-    first), concatenated under a ``workload`` column: a fig. 7 or 8 table of every row of the figure."""
-    from .workload_rows import workload_frames
-
-    frames = []
-    for workload, sub in workload_frames(df):
-        frame = table(sub)
-        frame.insert(0, "workload", workload)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
 def _quantile_column(metric: str, q: float) -> str:
     """``("ttft_s", 0.9)`` -> ``"ttft_p90_s"``."""
     name, unit = metric.split("_", 1)
@@ -513,7 +500,7 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
     panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`); each row's split is chosen by the
     goodput rule (:func:`split_table`) on that row's own sweep."""
     from ..plotting import set_style
-    from .workload_rows import row_grid, workload_frames
+    from .workload_rows import row_grid, row_title, workload_frames
 
     set_style()
     order, palette, sizes = _styles(df["policy"].unique())
@@ -526,7 +513,7 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
             _panel(ax, sub[sub["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
             ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
                    ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
-                   title=f"{workload}: {split}".lstrip(": ") + (" (chosen: best baseline goodput)" if j == 0 else ""))
+                   title=row_title(workload, split) + (" (chosen: best baseline goodput)" if j == 0 else ""))
         for ax in axes[len(splits):]:
             ax.set_visible(False)
     first = rows[0][2][0]

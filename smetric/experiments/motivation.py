@@ -147,7 +147,7 @@ def plot_no_global_tier(frame: pd.DataFrame):
     import seaborn as sns
 
     from ..plotting import legend_below, set_style
-    from .workload_rows import row_grid
+    from .workload_rows import row_grid, row_title
 
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
@@ -158,10 +158,10 @@ def plot_no_global_tier(frame: pd.DataFrame):
         sns.lineplot(sub, y="hit_ratio", ax=axes[0], legend=i == 0, **kw)
         sns.lineplot(sub, y="goodput_ktps", ax=axes[1], legend=False, **kw)
         axes[0].set(xlabel=RPM_LABEL, ylabel="reuse ratio (prompt tokens from HBM)", ylim=(0, 1),
-                    title=f"{workload}: KV reuse without a global tier".lstrip(": ")
+                    title=row_title(workload, "KV reuse without a global tier")
                     + ("\n(paper: BAILIAN 74 %, LMetric 45 %)" if i == 0 else ""))
         axes[1].set(xlabel=RPM_LABEL, ylabel="goodput (k tokens/s within SLO)",
-                    title=f"{workload}: TPS within SLO without a global tier".lstrip(": ")
+                    title=row_title(workload, "TPS within SLO without a global tier")
                     + ("\n(paper: LMetric -36 % vs BAILIAN)" if i == 0 else ""))
     legend_below(fig, rows[0][2][0], bottom=0.07 / len(rows))
     return fig
@@ -311,7 +311,7 @@ def plot_global_tier(frame: pd.DataFrame):
     import seaborn as sns
 
     from ..plotting import set_style
-    from .workload_rows import row_grid
+    from .workload_rows import row_grid, row_title
 
     set_style()
     fig, rows = row_grid(frame, 2, width=13, height=4.6, gridspec_kw={"width_ratios": [1.35, 1]})
@@ -324,12 +324,12 @@ def plot_global_tier(frame: pd.DataFrame):
                     cbar_kws={"label": "load-only goodput vs best (%)"})
         rpm = sub["rpm_per_instance"].iloc[0]
         axes[0].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
-                    title=f"{workload}: load-only vs the best policy at {rpm:g} req/min/instance".lstrip(": ")
+                    title=row_title(workload, f"load-only vs the best policy at {rpm:g} req/min/instance")
                     + ("\n(paper: within 7 % when fully provisioned)" if i == 0 else ""))
         sns.heatmap(_store_grid(gaps, "load_only_hit_ratio"), annot=True, fmt=".2f", cmap="Blues", vmin=0, vmax=1,
                     ax=axes[1], cbar_kws={"label": "reuse ratio"})
         axes[1].set(xlabel="global-store capacity", ylabel="store bandwidth per instance (GB/s)",
-                    title=f"{workload}: load-only reuse ratio (HBM + global)".lstrip(": "))
+                    title=row_title(workload, "load-only reuse ratio (HBM + global)"))
     fig.tight_layout()
     return fig
 
@@ -465,7 +465,9 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
     """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
     import seaborn as sns
 
-    prefix = f"{workload}: " if workload else ""
+    from .workload_rows import row_title
+
+    prefix = row_title(workload)
     first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
     vmax = float(frame["requests"].quantile(0.99))
     for k, policy in enumerate(policies):
@@ -672,14 +674,14 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
     import seaborn as sns
 
     from ..plotting import set_style
-    from .workload_rows import row_grid
+    from .workload_rows import row_grid, row_title
 
     set_style()
     order = list(dict.fromkeys(frame["metric"]))
     palette = dict(zip(order, sns.color_palette("colorblind", len(order))))
     fig, rows = row_grid(frame, 3, width=15, height=4.4)
     for workload, sub, axes in rows:
-        prefix = f"{workload}: " if workload else ""
+        prefix = row_title(workload)
         scatter = sub[sub["panel"] == "scatter"]
         sns.scatterplot(scatter, x="x", y="value", hue="metric", palette=palette, s=6, linewidth=0, alpha=0.5,
                         ax=axes[0], legend=False)

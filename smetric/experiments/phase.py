@@ -36,7 +36,7 @@ from .setups import (
     trace_workload,
 )
 from .verdicts import gain_intervals, paired_gains
-from .workload_rows import row_grid, workload_frames
+from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "session_lengths", "phase_diagram", "phase_cells",
            "phase_regimes", "phase_findings", "plot_phase"]
@@ -299,7 +299,7 @@ def plot_phase(cells: pd.DataFrame):
             ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
             sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
                         cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
-            ax.set(title=f"{workload}: {rpm:g} requests / min / instance".lstrip(": "),
+            ax.set(title=row_title(workload, f"{rpm:g} requests / min / instance"),
                    xlabel="global-store GB/s per instance", ylabel=ylabel)
             ax.set_yticklabels(ticks, rotation=0)
             frac = grid(sub["smetric_frac_ideal"])

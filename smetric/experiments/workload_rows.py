@@ -13,7 +13,8 @@ bracket that workload's peak -- a ~122k-token agent trace peaks near 5-6 request
 * :func:`row_claims` applies the same claims function, the same rules, to every other row: a table
   of what the claims would say on the real trace, saved next to the figure (``tables``).
 
-Plots draw one row of panels per workload (:func:`workload_frames`, main first).
+Tables are computed per workload (:func:`per_workload`); plots draw one row of panels per workload
+(:func:`row_grid`, :func:`row_title`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import pandas as pd
 
 from .figure import FigureParams
 
-__all__ = ["REAL_TRACE", "row_label", "second_params", "compute_rows", "workload_frames", "row_grid", "main_rows",
-           "on_main", "row_claims"]
+__all__ = ["REAL_TRACE", "row_label", "second_params", "compute_rows", "workload_frames", "per_workload",
+           "row_grid", "row_title", "main_rows", "on_main", "row_claims"]
 
 #: The real agent-session trace shown beside the main workload (``setups.TRACE_WORKLOADS``).
 REAL_TRACE = "claude-code"
@@ -82,6 +83,24 @@ def workload_frames(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if "workload" not in df.columns:
         return [("", df)]
     return [(w, df[df["workload"] == w]) for w in dict.fromkeys(df["workload"])]
+
+
+def per_workload(df: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
+    """``table`` of each workload's rows, concatenated under a leading ``workload`` column (main first); a frame
+    without a ``workload`` column is one table, unlabelled."""
+    if "workload" not in df.columns:
+        return table(df)
+    frames = []
+    for workload, sub in workload_frames(df):
+        frame = table(sub)
+        frame.insert(0, "workload", workload)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def row_title(workload: str, text: str = "") -> str:
+    """A panel title of a workload's row: ``"<workload>: <text>"`` (just ``text`` for an unlabelled frame)."""
+    return f"{workload}: {text}" if workload else text
 
 
 def row_grid(df: pd.DataFrame, ncols: int, *, width: float, height: float, **subplots):

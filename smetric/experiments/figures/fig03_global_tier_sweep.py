@@ -38,8 +38,7 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return pd.concat([mo.global_tier_gaps(frame).assign(workload=w).set_index("workload")
-                      for w, frame in wr.workload_frames(df)]).round(3)
+    return wr.per_workload(df, mo.global_tier_gaps).set_index("workload").round(3)
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

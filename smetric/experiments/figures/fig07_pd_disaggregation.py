@@ -51,7 +51,7 @@ def plot(df: pd.DataFrame):
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"fig07_pd_disaggregation_splits": mr.by_workload(df, lambda sub: mr.split_table(sub).table),
+    return {"fig07_pd_disaggregation_splits": wr.per_workload(df, lambda sub: mr.split_table(sub).table),
             "fig07_pd_disaggregation_second_row_claims": wr.row_claims(df, mr.pd_claims)}
 
 

@@ -50,8 +50,8 @@ plot = mr.plot_latency
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"fig08_latency_percentiles": mr.by_workload(df, mr.latency_table),
-            "fig08_latency_changes": mr.by_workload(df, mr.latency_changes),
+    return {"fig08_latency_percentiles": wr.per_workload(df, mr.latency_table),
+            "fig08_latency_changes": wr.per_workload(df, mr.latency_changes),
             "fig08_latency_second_row_claims": wr.row_claims(df, mr.latency_claims)}
 
 
