@@ -1,4 +1,4 @@
-"""The ``smetric`` command line: reproduce, simulate, policies, characterize, synth, perf.
+"""The ``smetric`` command line: reproduce, simulate, validate, policies, characterize, synth, perf.
 
 Each subcommand lives in its domain's ``cli_cmds`` module (``register_<name>`` adds its arguments,
 ``run_<name>`` runs it) and is listed in ``_COMMANDS``. Only the chosen subcommand's module is
@@ -19,6 +19,7 @@ _COMMANDS = {
     "perf": ("smetric.hardware.cli_cmds", "predicted time of one engine iteration"),
     "policies": ("smetric.policies.cli_cmds", "list the routing policies and their parameters"),
     "simulate": ("smetric.cluster.cli_cmds", "replay a trace on a simulated cluster with a routing policy"),
+    "validate": ("smetric.experiments.realcluster.cli_cmds", "replay published real-cluster runs, score the errors"),
 }
 
 

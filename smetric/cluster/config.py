@@ -178,13 +178,16 @@ class HardwareSpec:
                        weight_dtype: str = "bf16", kv_dtype: str = "bf16", attention: str = "fa3") -> "HardwareSpec":
         """The spec of ``model`` on ``tp`` x ``gpu`` from :class:`smetric.hardware.PerfModel`
         (``max_batched_tokens`` sizes its activation reserve; the precisions and the Hopper attention
-        calibration are PerfModel's ``weight_dtype``, ``kv_dtype`` and ``attention``)."""
+        calibration are PerfModel's ``weight_dtype``, ``kv_dtype`` and ``attention``). The KV capacity is a real
+        engine's where ``data/perf/kv_capacity.json`` has this setting, else PerfModel's estimate."""
         from ..hardware import PerfModel  # the performance model lives in its own package
+        from ..hardware.measured_kv import measured_kv_tokens
 
         pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
                        kv_dtype=kv_dtype, attention=attention)
+        kv_tokens = measured_kv_tokens(model, gpu, tp, gpu_mem_util, kv_dtype) or pm.kv_capacity_tokens(gpu_mem_util)
         return cls(tuple(np.asarray(pm.coefficients(), dtype=np.float64)), float(pm.kv_bytes_per_token),
-                   int(pm.kv_capacity_tokens(gpu_mem_util)), float(pm.l_eq), float(pm.prefill_rate()))
+                   int(kv_tokens), float(pm.l_eq), float(pm.prefill_rate()))
 
 
 @dataclass(frozen=True)

@@ -97,11 +97,14 @@ def findings(df: pd.DataFrame) -> str:
         f"{v['slo_attainment']:.3f} [{v['slo_low']:.3f}, {v['slo_high']:.3f}], busy fraction {v['busy_mean']:.2f}, "
         f"{v['running_mean']:.1f} running sequences per instance; requests missing TTFT {v['ttft_miss']:.3f}, "
         f"TPOT {v['tpot_miss']:.3f} (TPOT p50 {1e3 * v['tpot_p50']:.1f} ms, p99 {1e3 * v['tpot_p99']:.1f} ms).",
-        f"Knee (>= {va.KNEE_ATTAINMENT:.0%} SLO) {v['knee']:.1f} = {v['knee_ratio']:.2f}x the implied capacity "
-        f"{va.IMPLIED_CAPACITY_RPM:.1f}; capacity (median TTFT <= 1 s) {v['capacity']:.1f} = "
-        f"{v['capacity_ratio']:.2f}x.",
-        f"Verdict: {v['verdict']}" + (f" (fails: {'; '.join(v['failing'])}; most requests that miss the SLO "
-                                      f"miss its {v['cause']} part)" if v["failing"] else "") + ".",
+        f"Capacity (median TTFT <= 1 s) {v['capacity']:.1f} = {v['capacity_ratio']:.2f}x the implied capacity "
+        f"{va.IMPLIED_CAPACITY_RPM:.1f} (the artifact's load is about half the testbed's maximum rate).",
+        f"Verdict (capacity within [{va.CONSISTENT_BAND[0]:g}x, {va.CONSISTENT_BAND[1]:g}x]): {v['verdict']}"
+        + (f" (fails: {'; '.join(v['failing'])})" if v["failing"] else "") + ".",
+        f"Side row, not the verdict (the artifact sets no SLO): SMETRIC's SLO attainment {v['slo_attainment']:.3f}; "
+        f"with decode {va.DECODE_ERROR:.0%} faster {v['slo_decode_fast']:.3f}, {va.DECODE_ERROR:.0%} slower "
+        f"{v['slo_decode_slow']:.3f}; knee (>= {va.KNEE_ATTAINMENT:.0%} SLO) {v['knee']:.1f} = "
+        f"{v['knee_ratio']:.2f}x; most requests that miss the SLO miss its {v['cause']} part.",
         f"Finding 6 ({lo:.0f}-{hi:.0f} requests/min/instance in production) against each preset's knee "
         f"({df['seed'].nunique()} seeds, 95 % t-interval):",
         *per_preset,

@@ -1,0 +1,73 @@
+"""Figure 16: the model against published real-cluster experiments (router benchmarks and loaded vLLM runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..figure import FigureParams, param
+from ..realcluster import scoring
+from ..realcluster.plot import plot_real_clusters
+from ..realcluster.runner import predict_all
+from ..realcluster.spec import load_specs, spec_paths
+
+_FMT = {"float_format": lambda x: f"{x:,.3g}"}
+
+
+@dataclass(frozen=True)
+class Params(FigureParams):
+    specs: tuple[str, ...] = param((), "spec names of data/validation/ to replay (empty: every spec)")
+    scaled: bool = param(False, "scale every stage to 10 % of its duration and requests (quick; not comparable)")
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(specs=("blis-16", "kubeai-8xl4-c800", "sglang-v04-cache-aware", "llmd-73-capacity-qps20"),
+                   scaled=True)
+
+
+def _specs(p: Params):
+    specs = load_specs(spec_paths())
+    if not p.specs:
+        return specs
+    by_name = {s.name: s for s in specs}
+    unknown = [n for n in p.specs if n not in by_name]
+    if unknown:
+        raise ValueError(f"unknown validation spec {unknown[0]!r}; known: {', '.join(by_name)}")
+    return [by_name[n] for n in p.specs]
+
+
+def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    specs = _specs(p)
+    return scoring.error_frame(specs, predict_all(specs, quick=p.scaled, jobs=jobs or 1))
+
+
+def overview(df: pd.DataFrame) -> pd.DataFrame:
+    return scoring.targets(df)
+
+
+plot = plot_real_clusters
+
+
+def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Router ratios, rankings, the BLIS comparison and the validation targets."""
+    return {"fig16_real_clusters_ratios": scoring.ratio_table(df),
+            "fig16_real_clusters_rankings": scoring.ranking_table(df),
+            "fig16_real_clusters_blis": scoring.blis_table(df),
+            "fig16_real_clusters_targets": scoring.targets(df)}
+
+
+def claims(df: pd.DataFrame) -> list[dict]:
+    """No paper claim: the validation targets (:func:`scoring.targets`) are this package's, in their own CSV."""
+    return []
+
+
+def findings(df: pd.DataFrame) -> str:
+    """Errors per metric family, the rankings and the targets."""
+    pub = df[df["measured"].notna()]
+    per_metric = (pub.assign(abs_error=pub["rel_error"].abs()).groupby("metric")["abs_error"]
+                  .agg(["median", "count"]).reset_index())
+    return "\n".join([
+        "Median |relative error| per metric:", per_metric.to_string(index=False, **_FMT), "",
+        "Rankings by throughput:", scoring.ranking_table(df).to_string(index=False, **_FMT), "",
+        "Targets:", scoring.targets(df).to_string(index=False, **_FMT)])

@@ -1,0 +1,78 @@
+"""Published metrics computed from simulated requests the way each benchmark harness computes them.
+
+Every harness measures the requests *sent* in the measured stages (bucketed by the stage they were sent in):
+
+* **rates** (``output_tps``, ``total_tps``, ``request_tps``): tokens or requests of the measured requests that
+  completed, divided by (last finish - first send) over those requests, the drain included (inference-perf's
+  ``reportgen``; KubeAI's and SGLang's benchmark clients divide by the run's duration, the same span);
+* **TTFT**: first token - send time; **E2E**: finish - send time; percentiles with numpy's linear interpolation;
+* **ITL / TPOT**, which differ:
+
+  - ``inference-perf``: stream chunks arrive in pairs (ITL p50 ~ 0-35 us), so its per-chunk ITL and TPOT are about
+    *half* the per-token decode time (BLIS ID 7: TPOT 8.96 ms against (E2E - TTFT)/(out - 1) = 18.1 ms;
+    ``shared/reference/validation.md`` trap 1). Modelled as 0.5 x the per-request mean decode time per token,
+    averaged over requests; a stated property of that harness, not a fitted factor;
+  - ``blis`` (the sim-to-real validation's ``itl_mean``): (E2E mean - TTFT mean) / (output mean - 1), a ratio of means;
+  - ``kubeai-chat`` and ``sglang-bench-serving`` (vLLM-style benchmark clients): TPOT = mean over requests of
+    (E2E - TTFT) / (output - 1); ITL the same per token;
+* ``hit_ratio``: prompt tokens served from the local prefix cache (HBM + host DRAM) over prompt tokens
+  (SGLang's logged cache hit rate; a model-side number, since no client measures it);
+* ``success_ratio``: completed / sent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .spec import METRICS
+
+__all__ = ["harness_metrics"]
+
+_INFERENCE_PERF_CHUNK = 0.5  # tokens per stream chunk arrive in pairs (validation.md, trap 1)
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def harness_metrics(requests: pd.DataFrame, harness: str) -> dict[str, float]:
+    """Every metric of :data:`~.spec.METRICS` over ``requests`` (the measured requests of one run).
+
+    ``requests`` needs the :class:`~smetric.cluster.result.SimResult` columns ``arrival``, ``first_token``,
+    ``finish``, ``input_len``, ``output_len``, ``hit_hbm``, ``hit_dram``, ``status``.
+    """
+    done = requests[requests["status"] == "completed"]
+    sent = len(requests)
+    if done.empty:
+        return {m: (0.0 if m == "success_ratio" else float("nan")) for m in METRICS}
+    span = float(done["finish"].max() - requests["arrival"].min())
+    ttft = (done["first_token"] - done["arrival"]).to_numpy()
+    e2e = (done["finish"] - done["arrival"]).to_numpy()
+    out = done["output_len"].to_numpy(dtype=float)
+    multi = out > 1
+    per_token = ((e2e - ttft)[multi] / (out[multi] - 1)) if multi.any() else np.array([np.nan])
+    if harness == "blis":
+        itl = (e2e.mean() - ttft.mean()) / max(out.mean() - 1.0, 1e-12)
+    elif harness == "inference-perf":
+        itl = _INFERENCE_PERF_CHUNK * float(np.mean(per_token))
+    else:
+        itl = float(np.mean(per_token))
+    prompt = float(requests["input_len"].sum())
+    local = float((requests["hit_hbm"].fillna(0) + requests["hit_dram"].fillna(0)).sum())
+    return {
+        "output_tps": float(out.sum()) / span,
+        "total_tps": float(out.sum() + done["input_len"].sum()) / span,
+        "request_tps": len(done) / span,
+        "ttft_mean_s": float(ttft.mean()),
+        "ttft_p50_s": _pct(ttft, 50),
+        "ttft_p90_s": _pct(ttft, 90),
+        "ttft_p99_s": _pct(ttft, 99),
+        "e2e_mean_s": float(e2e.mean()),
+        "e2e_p90_s": _pct(e2e, 90),
+        "e2e_p99_s": _pct(e2e, 99),
+        "itl_mean_s": float(itl),
+        "tpot_mean_s": float(itl),
+        "hit_ratio": local / prompt if prompt else float("nan"),
+        "success_ratio": len(done) / sent,
+    }

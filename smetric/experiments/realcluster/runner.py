@@ -1,0 +1,164 @@
+"""Replay validation specs on the model and score the published numbers: ``smetric validate``.
+
+For every spec, each router runs on the same generated requests (same generator seed; the policy's random draws
+use the spec's seed too). Drained stage ladders (inference-perf: a stage is sent, *all* its requests finish, the
+harness sleeps ``interval_s``, then the next stage starts; queues never carry over, the prefix cache does) are
+replayed exactly: stage ``k``'s start is the simulated finish of stage ``k - 1`` plus the interval, found by
+simulating stages ``0..k-1`` first (later arrivals cannot change earlier requests, so the prefix run is exact).
+Replays are memoised within a run, so specs that measure different stages of one ladder share its simulations.
+
+Quick mode (``quick=True``, the tests' mode) scales every stage's duration and request count by
+:data:`QUICK_SCALE`: same code paths, smaller runs, numbers not comparable with the published ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...workload.harness import harness_workload
+from .metrics import harness_metrics
+from .spec import ExperimentSpec
+
+__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "predict", "predict_all"]
+
+QUICK_SCALE = 0.1
+_LAST_SPAN = 1e7  # a placeholder start for stages not yet reached (their requests are cut off)
+
+
+def _scaled_load(load: dict, scale: float) -> dict:
+    if scale == 1.0:
+        return dict(load)
+    stages = []
+    for stage in load["stages"]:
+        stage = dict(stage)
+        if "duration" in stage:
+            stage["duration"] = stage["duration"] * scale
+        if "requests" in stage:
+            stage["requests"] = max(1, int(round(stage["requests"] * scale)))
+        stages.append(stage)
+    return {**load, "stages": stages}
+
+
+def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False):
+    """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it."""
+    from ...cluster.config import ClusterConfig, HardwareSpec
+
+    c = spec.cluster
+    hardware = None
+    if c["kv_tokens"] is not None:
+        model_spec = HardwareSpec.from_perfmodel(c["model"], c["gpu"], int(c["tp"]), float(c["gpu_memory_utilization"]),
+                                                 int(c["max_num_batched_tokens"]), weight_dtype=c["weight_dtype"],
+                                                 kv_dtype=c["kv_dtype"])
+        hardware = dataclasses.replace(model_spec, kv_capacity_tokens=int(c["kv_tokens"]))
+    extra = spec.engine_behaviour()
+    router = spec.routers[label]
+    if "router_info" in router:
+        from ...cluster.router_info import RouterInfo
+
+        extra["router"] = RouterInfo(**router["router_info"])
+    dtypes = {} if hardware is not None else {"weight_dtype": c["weight_dtype"], "kv_dtype": c["kv_dtype"]}
+    return ClusterConfig(model=c["model"], gpu=c["gpu"], tp=int(c["tp"]), n_instances=int(c["instances"]),
+                         max_num_seqs=int(c["max_num_seqs"]), max_batched_tokens=int(c["max_num_batched_tokens"]),
+                         gpu_mem_util=float(c["gpu_memory_utilization"]), block_size=int(c["block_size"]),
+                         dram_gb=float(c["cpu_offload"] or 0.0), replay="closed" if closed else "open",
+                         hardware=hardware, **dtypes, **extra)
+
+
+def _stage_starts(load: dict, finished: Sequence[float], interval: float) -> list[float]:
+    """Starts of every stage: the drained ones known so far, then placeholders far beyond them."""
+    starts = [0.0]
+    for end in finished:
+        starts.append(end + interval)
+    last = starts[-1]
+    while len(starts) < len(load["stages"]):
+        last += _LAST_SPAN
+        starts.append(last)
+    return starts
+
+
+def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False) -> pd.DataFrame:
+    """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage."""
+    from ...cluster.simulate import simulate
+
+    load = _scaled_load(spec.load, QUICK_SCALE if quick else 1.0)
+    kind, params, seed = spec.workload["kind"], dict(spec.workload["params"]), int(spec.workload["seed"])
+    router = spec.routers[label]
+    policy, policy_params = router["policy"], dict(router.get("params") or {})
+    hw = harness_workload(kind, params, load, seed)
+    cluster = cluster_for(spec, label, closed=hw.closed)
+    if not spec.drain:
+        result = simulate(hw.workload, cluster, policy, policy_params, seed=seed)
+        return result.requests.assign(stage=hw.stage)
+    interval = float(spec.load.get("interval_s", 1.0))
+    default = hw.workload.arrival
+    durations = [float(stage["duration"]) for stage in load["stages"]]
+    first = np.concatenate([[0.0], np.cumsum(durations)[:-1]])  # the generator's back-to-back starts
+    finished: list[float] = []
+    for k in range(len(load["stages"])):
+        starts = np.asarray(_stage_starts(load, finished, interval))
+        arrival = default + (starts - first)[hw.stage]
+        rows = int(np.searchsorted(hw.stage, k, side="right"))
+        workload = dataclasses.replace(hw.workload, arrival=arrival).head(rows)
+        result = simulate(workload, cluster, policy, policy_params, seed=seed)
+        requests = result.requests.assign(stage=hw.stage[:rows])
+        mine = requests[requests["stage"] == k]
+        ends = mine["finish"].fillna(mine["arrival"])
+        finished.append(float(ends.max()) if len(mine) else float(starts[k]))
+    return requests
+
+
+def _key(spec: ExperimentSpec, label: str, quick: bool) -> str:
+    return json.dumps([spec.cluster, spec.workload, {k: v for k, v in spec.load.items() if k != "measured_stages"},
+                       spec.routers[label], quick], sort_keys=True, default=str)
+
+
+def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = None) -> dict[str, dict[str, float]]:
+    """Predicted metrics of every router of ``spec`` over its measured stages: ``{label: {metric: value}}``."""
+    cache = {} if cache is None else cache
+    out = {}
+    for label in spec.routers:
+        key = _key(spec, label, quick)
+        if key not in cache:
+            cache[key] = replay_router(spec, label, quick=quick)
+        requests = cache[key]
+        measured = requests[requests["stage"].isin(spec.measured_stages)]
+        out[label] = harness_metrics(measured, spec.harness)
+    return out
+
+
+def _predict_chunk(paths: list[str], quick: bool) -> dict:
+    from .spec import load_specs
+
+    cache: dict = {}
+    return {spec.name: predict(spec, quick=quick, cache=cache) for spec in load_specs(paths)}
+
+
+def predict_all(specs: Sequence[ExperimentSpec], *, quick: bool = False, jobs: int = 1, progress: bool = False
+                ) -> dict[str, dict[str, dict[str, float]]]:
+    """Predicted metrics of every spec: ``{experiment: {router: {metric: value}}}`` (``jobs`` worker processes;
+    specs that share a ladder go to the same worker so its replays are shared)."""
+    from tqdm.auto import tqdm
+
+    if jobs <= 1 or len(specs) <= 1:
+        cache: dict = {}
+        return {spec.name: predict(spec, quick=quick, cache=cache)
+                for spec in tqdm(specs, desc="validate", unit="spec", disable=not progress)}
+    from concurrent.futures import ProcessPoolExecutor
+
+    groups: dict[str, list[str]] = {}
+    for spec in specs:  # one group per workload + cluster: the specs of one ladder replay once
+        groups.setdefault(json.dumps([spec.workload, spec.cluster], sort_keys=True, default=str), []).append(spec.path)
+    chunks = [[] for _ in range(jobs)]
+    for paths in sorted(groups.values(), key=len, reverse=True):
+        min(chunks, key=len).extend(paths)
+    out: dict = {}
+    with ProcessPoolExecutor(jobs) as pool:
+        for part in tqdm(pool.map(_predict_chunk, [c for c in chunks if c], [quick] * jobs),
+                         total=sum(1 for c in chunks if c), desc="validate", unit="worker", disable=not progress):
+            out.update(part)
+    return {spec.name: out[spec.name] for spec in specs}

@@ -1,0 +1,149 @@
+"""Figure 16's data and its validation targets: the model's errors on published real-cluster experiments.
+
+The tidy frame (:func:`error_frame`) has one row per (experiment, router, metric) the model predicts, with the
+published value where there is one: ``experiment, router, baseline, harness, metric, measured, predicted,
+rel_error, blis_error``. Everything else -- router ratios, rankings, the targets -- is derived from it.
+
+**Targets** (stated before any replay; issue 19; a benchmark, not a tuned quantity), each ``met`` or ``missed``:
+
+* ``ranking``: in every multi-router experiment the routers ordered by measured output throughput (total where
+  only that is published) are ordered the same way by the model (Kendall tau = 1);
+* ``router_ratios``: the median |predicted / measured - 1| of every router's ratio to its experiment's baseline
+  router (output or total tok/s, TTFT p90) is <= 15 %;
+* ``throughput``, ``e2e``, ``itl``: median |relative error| <= 10 % for throughput (output, total, request rates),
+  E2E means and ITL/TPOT means;
+* ``ttft_p90``: every TTFT p90 within 20 % where the measured one is below 1 s; where it is queueing-dominated, the
+  prediction on the same side of 1 s and 10 s as the measurement;
+* ``blis``: on the BLIS experiments, this package's median |error| at or below BLIS's own, for each of E2E, TTFT and
+  ITL means.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["THROUGHPUT", "error_frame", "ratio_table", "ranking_table", "blis_table", "targets"]
+
+THROUGHPUT = ("output_tps", "total_tps", "request_tps")
+_RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
+_BLIS_METRICS = ("e2e_mean_s", "ttft_mean_s", "itl_mean_s")
+
+
+def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.DataFrame:
+    """The tidy frame from specs and their predictions (``{experiment: {router: {metric: value}}}``)."""
+    rows = []
+    for spec in specs:
+        blis = spec.source.get("blis_error_pct", {}) or {}
+        for router, values in predicted[spec.name].items():
+            published = spec.measured.get(router, {})
+            for metric, pred in values.items():
+                measured = published.get(metric, np.nan)
+                rows.append({"experiment": spec.name, "router": router, "baseline": spec.baseline,
+                             "harness": spec.harness, "metric": metric, "measured": float(measured),
+                             "predicted": float(pred),
+                             "rel_error": (pred - measured) / measured if measured == measured and measured else np.nan,
+                             "blis_error": blis.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _published(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["measured"].notna()]
+
+
+def ratio_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Each router's measured and predicted ratio to its experiment's baseline (output/total tok/s, TTFT p90)."""
+    pub = _published(df)
+    rows = []
+    for (exp, metric), g in pub[pub["metric"].isin(_RATIO_METRICS)].groupby(["experiment", "metric"], sort=False):
+        base = g[g["router"] == g["baseline"]]
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        for _, r in g[g["router"] != g["baseline"]].iterrows():
+            measured, predicted = r["measured"] / b["measured"], r["predicted"] / b["predicted"]
+            rows.append({"experiment": exp, "router": r["router"], "baseline": b["router"], "metric": metric,
+                         "measured_ratio": measured, "predicted_ratio": predicted,
+                         "ratio_error": predicted / measured - 1.0})
+    return pd.DataFrame(rows, columns=["experiment", "router", "baseline", "metric", "measured_ratio",
+                                       "predicted_ratio", "ratio_error"])
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> float:
+    """Kendall's tau-a between two score vectors (pairs tied in either count as discordant halves)."""
+    n = len(a)
+    s = sum(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j]) for i in range(n) for j in range(i + 1, n))
+    return float(s / (n * (n - 1) / 2))
+
+
+def ranking_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per multi-router experiment: measured and predicted order by throughput, and Kendall's tau."""
+    pub = _published(df)
+    rows = []
+    for exp, g in pub.groupby("experiment", sort=False):
+        metric = next((m for m in ("output_tps", "total_tps") if (g["metric"] == m).sum() >= 2), None)
+        if metric is None:
+            continue
+        m = g[g["metric"] == metric]
+        measured, predicted = m["measured"].to_numpy(), m["predicted"].to_numpy()
+        routers = m["router"].to_numpy()
+        rows.append({"experiment": exp, "metric": metric,
+                     "measured_order": " > ".join(routers[np.argsort(-measured, kind="stable")]),
+                     "predicted_order": " > ".join(routers[np.argsort(-predicted, kind="stable")]),
+                     "kendall_tau": _tau(measured, predicted)})
+    return pd.DataFrame(rows, columns=["experiment", "metric", "measured_order", "predicted_order", "kendall_tau"])
+
+
+def blis_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per BLIS experiment and metric: this package's signed error beside BLIS's published one."""
+    b = _published(df)
+    b = b[b["blis_error"].notna() & b["metric"].isin(_BLIS_METRICS)]
+    return b[["experiment", "metric", "measured", "predicted", "rel_error", "blis_error"]].reset_index(drop=True)
+
+
+def _median_abs(x: pd.Series) -> float:
+    return float(np.median(np.abs(x))) if len(x) else np.nan
+
+
+def _ttft_side(measured: float, predicted: float) -> bool:
+    if measured < 1.0:
+        return abs(predicted / measured - 1.0) <= 0.20
+    band = lambda x: 0 if x < 1.0 else (1 if x < 10.0 else 2)  # noqa: E731
+    return band(predicted) == band(measured)
+
+
+def targets(df: pd.DataFrame) -> pd.DataFrame:
+    """The validation targets (module docstring), each with the measured quantity, the rule and met/missed."""
+    pub = _published(df)
+    rows = []
+
+    def add(target, rule, value, met, detail=""):
+        rows.append({"target": target, "rule": rule, "value": value, "verdict": "met" if met else "missed",
+                     "detail": detail})
+
+    rank = ranking_table(df)
+    wrong = rank[rank["kendall_tau"] < 1.0]
+    add("ranking", "throughput ranking correct in every multi-router experiment (Kendall tau = 1)",
+        float((rank["kendall_tau"] == 1.0).mean()) if len(rank) else np.nan, len(rank) > 0 and wrong.empty,
+        f"{len(rank) - len(wrong)} of {len(rank)} experiments ranked right"
+        + (f"; wrong: {', '.join(wrong['experiment'])}" if len(wrong) else ""))
+    ratios = ratio_table(df)
+    med = _median_abs(ratios["ratio_error"])
+    add("router_ratios", "median |router ratio error| <= 15 %", med, med <= 0.15, f"{len(ratios)} ratios")
+    for target, metrics, limit in (("throughput", THROUGHPUT, 0.10), ("e2e", ("e2e_mean_s",), 0.10),
+                                   ("itl", ("itl_mean_s", "tpot_mean_s"), 0.10)):
+        errs = pub[pub["metric"].isin(metrics)]["rel_error"]
+        med = _median_abs(errs)
+        add(target, f"median |relative error| <= {limit:.0%} ({', '.join(metrics)})", med, med <= limit,
+            f"{len(errs)} numbers")
+    t = pub[pub["metric"] == "ttft_p90_s"]
+    ok = [_ttft_side(m, p) for m, p in zip(t["measured"], t["predicted"])]
+    add("ttft_p90", "within 20 % below 1 s; same side of 1 s / 10 s when queueing-dominated",
+        float(np.mean(ok)) if ok else np.nan, bool(ok) and all(ok), f"{sum(ok)} of {len(ok)} on target")
+    bt = blis_table(df)
+    for metric in _BLIS_METRICS:
+        g = bt[bt["metric"] == metric]
+        ours, theirs = _median_abs(g["rel_error"]), _median_abs(g["blis_error"])
+        add(f"blis_{metric}", f"median |error| on BLIS's experiments <= BLIS's ({metric})", ours,
+            len(g) > 0 and ours <= theirs, f"BLIS {theirs:.1%} over {len(g)} experiments" if len(g) else "none")
+    return pd.DataFrame(rows)

@@ -1,0 +1,289 @@
+"""A published real-cluster experiment as data: the YAML schema of ``data/validation/*.yaml``, loaded and checked.
+
+One file per experiment, with exactly these top-level keys (other keys may be added *inside* them)::
+
+    name:     unique id
+    source:   {repo, path, commit, url, note}               where the measured numbers are published
+    cluster:  {model, gpu, tp, instances, kv_tokens, max_num_batched_tokens, max_num_seqs, block_size,
+               weight_dtype, kv_dtype, cpu_offload, gpu_memory_utilization, engine}
+    workload: {kind, params, seed}
+    load:     {arrival, stages, measured_stages}
+    routers:  {LABEL: {policy, params}}
+    measured: {LABEL: {METRIC: value}}
+
+* ``cluster.kv_tokens``: HBM KV tokens per instance as measured (``null`` = the performance model's estimate);
+  ``cpu_offload``: host-DRAM KV tier per instance in GB (``0``/``false`` = none); ``engine``: the serving engine
+  and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``), which selects the engine behaviours of
+  :data:`ENGINE_BEHAVIOURS`.
+* ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names).
+* ``load.arrival``: ``poisson`` | ``constant`` | ``concurrency``; ``stages``: ``[{rate, duration}]`` (requests/s, s)
+  or ``[{concurrency, requests}]``; ``measured_stages``: stage indices the published numbers cover, or ``all``.
+  Optional inside ``load``: ``drain`` (stages run one at a time and wait for the previous stage to finish, as
+  inference-perf does; default true for rate stages) and ``interval_s`` (the sleep after a drained stage, default
+  1 s = inference-perf's ``load.interval``).
+* ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
+  knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
+* ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
+
+A spec that is malformed, names an unknown model, GPU, policy, generator or metric, or holds an impossible value
+raises :class:`SpecError` naming the file, the key and the reason -- before any simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+__all__ = ["SpecError", "ExperimentSpec", "load_spec", "load_specs", "spec_paths", "METRICS", "HARNESSES",
+           "ENGINE_BEHAVIOURS", "TOP_LEVEL_KEYS"]
+
+TOP_LEVEL_KEYS = ("name", "source", "cluster", "workload", "load", "routers", "measured")
+CLUSTER_KEYS = ("model", "gpu", "tp", "instances", "kv_tokens", "max_num_batched_tokens", "max_num_seqs",
+                "block_size", "weight_dtype", "kv_dtype", "cpu_offload", "gpu_memory_utilization", "engine")
+#: Published metrics (units in the name).
+METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
+           "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio")
+#: Metric definitions of the harnesses behind the published numbers (see :mod:`.metrics`).
+HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving")
+#: Engine families and the engine behaviours they select (vLLM and SGLang allocate KV incrementally and preempt
+#: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes).
+ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
+ARRIVALS = ("poisson", "constant", "concurrency")
+
+
+class SpecError(ValueError):
+    """A validation spec that cannot run: the message names the file, the key and the reason."""
+
+
+def _fail(path, key: str, reason: str):
+    raise SpecError(f"{path}: {key}: {reason}")
+
+
+def _mapping(path, key: str, value) -> Mapping:
+    if not isinstance(value, Mapping):
+        _fail(path, key, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _number(path, key: str, value, *, minimum: float = 0.0, strict: bool = True, allow_inf: bool = False,
+            integer: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and integer:
+        ok = float(value).is_integer()
+    if not ok:
+        _fail(path, key, f"must be {'an integer' if integer else 'a number'}, got {value!r}")
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        _fail(path, key, f"must be finite, got {value!r}")
+    if value < minimum or (strict and value == minimum):
+        _fail(path, key, f"must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
+    return value
+
+
+def _require(path, section: Mapping, prefix: str, keys) -> None:
+    missing = [k for k in keys if k not in section]
+    if missing:
+        _fail(path, f"{prefix}.{missing[0]}", "is missing")
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """A checked experiment spec (the YAML mappings as loaded, plus the file it came from)."""
+
+    name: str
+    source: Mapping
+    cluster: Mapping
+    workload: Mapping
+    load: Mapping
+    routers: Mapping
+    measured: Mapping
+    path: str = "<memory>"
+
+    @property
+    def harness(self) -> str:
+        """Whose metric definitions the measured numbers use (``source.harness``)."""
+        return str(self.source.get("harness", "inference-perf"))
+
+    @property
+    def drain(self) -> bool:
+        """True when stages run one at a time, each after the previous has finished."""
+        return bool(self.load.get("drain", self.load["arrival"] != "concurrency"))
+
+    @property
+    def measured_stages(self) -> list[int]:
+        """Indices of the stages the published numbers cover."""
+        chosen = self.load["measured_stages"]
+        return list(range(len(self.load["stages"]))) if chosen == "all" else [int(s) for s in chosen]
+
+    @property
+    def baseline(self) -> str:
+        """The router the others are compared with: ``source.baseline`` or the last router listed."""
+        return str(self.source.get("baseline", list(self.routers)[-1]))
+
+    def engine_behaviour(self) -> dict:
+        """ClusterConfig fields the serving engine (``cluster.engine``) selects."""
+        family = str(self.cluster["engine"]).split("-")[0].lower()
+        return dict(ENGINE_BEHAVIOURS.get(family, {}))
+
+
+def _check_cluster(path, cluster: Mapping) -> None:
+    from ...hardware import get_gpu, get_model
+    from ...hardware.perfmodel import DTYPES
+
+    _require(path, cluster, "cluster", CLUSTER_KEYS)
+    for key, getter in (("model", get_model), ("gpu", get_gpu)):
+        try:
+            getter(cluster[key])
+        except ValueError as exc:
+            _fail(path, f"cluster.{key}", str(exc))
+    for key in ("tp", "instances", "max_num_batched_tokens", "max_num_seqs", "block_size"):
+        _number(path, f"cluster.{key}", cluster[key], integer=True)
+    if cluster["kv_tokens"] is not None:
+        _number(path, "cluster.kv_tokens", cluster["kv_tokens"], integer=True)
+    offload = cluster["cpu_offload"]
+    if offload not in (False, None):
+        _number(path, "cluster.cpu_offload", offload, strict=False)
+    util = _number(path, "cluster.gpu_memory_utilization", cluster["gpu_memory_utilization"])
+    if util > 1:
+        _fail(path, "cluster.gpu_memory_utilization", f"must be in (0, 1], got {util!r}")
+    for key in ("weight_dtype", "kv_dtype"):
+        if cluster[key] not in DTYPES:
+            _fail(path, f"cluster.{key}", f"must be one of {sorted(DTYPES)}, got {cluster[key]!r}")
+    family = str(cluster["engine"]).split("-")[0].lower()
+    if family not in ENGINE_BEHAVIOURS:
+        _fail(path, "cluster.engine", f"unknown engine family {family!r}; known: {sorted(ENGINE_BEHAVIOURS)}")
+
+
+def _check_workload(path, workload: Mapping) -> None:
+    from ...workload.harness import KINDS
+
+    _require(path, workload, "workload", ("kind", "params", "seed"))
+    if workload["kind"] not in KINDS:
+        _fail(path, "workload.kind", f"unknown generator {workload['kind']!r}; known: {', '.join(KINDS)}")
+    _mapping(path, "workload.params", workload["params"])
+    _number(path, "workload.seed", workload["seed"], strict=False, integer=True)
+
+
+def _check_load(path, load: Mapping) -> None:
+    _require(path, load, "load", ("arrival", "stages", "measured_stages"))
+    if load["arrival"] not in ARRIVALS:
+        _fail(path, "load.arrival", f"must be one of {ARRIVALS}, got {load['arrival']!r}")
+    stages = load["stages"]
+    if not isinstance(stages, list) or not stages:
+        _fail(path, "load.stages", "must be a non-empty list")
+    keys = ("concurrency", "requests") if load["arrival"] == "concurrency" else ("rate", "duration")
+    for k, stage in enumerate(stages):
+        _mapping(path, f"load.stages[{k}]", stage)
+        _require(path, stage, f"load.stages[{k}]", keys)
+        if load["arrival"] == "concurrency":
+            for key in keys:
+                _number(path, f"load.stages[{k}].{key}", stage[key], integer=True)
+        else:
+            _number(path, f"load.stages[{k}].rate", stage["rate"], allow_inf=True)
+            _number(path, f"load.stages[{k}].duration", stage["duration"], strict=stage["rate"] != math.inf)
+    chosen = load["measured_stages"]
+    if chosen != "all":
+        if not isinstance(chosen, list) or not chosen:
+            _fail(path, "load.measured_stages", f"must be 'all' or a non-empty list of stage indices, got {chosen!r}")
+        for s in chosen:
+            if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < len(stages):
+                _fail(path, "load.measured_stages",
+                      f"stage {s!r} is not an index of load.stages (0..{len(stages) - 1})")
+    if "interval_s" in load:
+        _number(path, "load.interval_s", load["interval_s"], strict=False)
+
+
+def _check_routers(path, routers: Mapping) -> None:
+    from ...policies import registry
+
+    if not routers:
+        _fail(path, "routers", "must name at least one router")
+    for label, router in routers.items():
+        key = f"routers.{label}"
+        _mapping(path, key, router)
+        _require(path, router, key, ("policy",))
+        try:
+            registry.get(router["policy"]).resolve(dict(router.get("params") or {}))
+        except (ValueError, TypeError) as exc:
+            _fail(path, f"{key}.params" if "unknown policy" not in str(exc) else f"{key}.policy", str(exc))
+        if "router_info" in router:
+            from ...cluster.router_info import RouterInfo
+
+            try:
+                RouterInfo(**_mapping(path, f"{key}.router_info", router["router_info"]))
+            except (TypeError, ValueError) as exc:
+                _fail(path, f"{key}.router_info", str(exc))
+
+
+def _check_measured(path, measured: Mapping, routers: Mapping) -> None:
+    if not measured:
+        _fail(path, "measured", "must hold at least one router's numbers")
+    for label, values in measured.items():
+        if label not in routers:
+            _fail(path, f"measured.{label}", f"is not a router of this spec (routers: {', '.join(routers)})")
+        _mapping(path, f"measured.{label}", values)
+        for metric, value in values.items():
+            if metric not in METRICS:
+                _fail(path, f"measured.{label}.{metric}", f"unknown metric; known: {', '.join(METRICS)}")
+            _number(path, f"measured.{label}.{metric}", value, strict=False)
+            if metric in ("hit_ratio", "success_ratio") and value > 1:
+                _fail(path, f"measured.{label}.{metric}", f"a ratio must be <= 1, got {value!r}")
+
+
+def check_spec(raw, path="<memory>") -> ExperimentSpec:
+    """An :class:`ExperimentSpec` from a loaded YAML document, or :class:`SpecError`."""
+    raw = _mapping(path, "<document>", raw)
+    unknown = [k for k in raw if k not in TOP_LEVEL_KEYS]
+    if unknown:
+        _fail(path, str(unknown[0]), f"unknown top-level key; the schema has exactly {', '.join(TOP_LEVEL_KEYS)}")
+    _require(path, raw, "<document>", TOP_LEVEL_KEYS)
+    if not isinstance(raw["name"], str) or not raw["name"].strip():
+        _fail(path, "name", f"must be a non-empty string, got {raw['name']!r}")
+    for key in TOP_LEVEL_KEYS[1:]:
+        _mapping(path, key, raw[key])
+    _require(path, raw["source"], "source", ("repo", "path", "commit", "url", "note"))
+    harness = raw["source"].get("harness", "inference-perf")
+    if harness not in HARNESSES:
+        _fail(path, "source.harness", f"must be one of {', '.join(HARNESSES)}, got {harness!r}")
+    _check_cluster(path, raw["cluster"])
+    _check_workload(path, raw["workload"])
+    _check_load(path, raw["load"])
+    _check_routers(path, raw["routers"])
+    _check_measured(path, raw["measured"], raw["routers"])
+    if "baseline" in raw["source"] and raw["source"]["baseline"] not in raw["routers"]:
+        _fail(path, "source.baseline", f"{raw['source']['baseline']!r} is not a router of this spec")
+    return ExperimentSpec(path=str(path), **{k: raw[k] for k in TOP_LEVEL_KEYS})
+
+
+def load_spec(path) -> ExperimentSpec:
+    """Read and check one YAML spec file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: <document>: not valid YAML ({exc})") from None
+    return check_spec(raw, path)
+
+
+def spec_paths(data_dir=None) -> list[Path]:
+    """Every spec file of ``<data>/validation`` (sorted)."""
+    from ...context import run_context
+
+    folder = Path(data_dir) if data_dir is not None else run_context().data_dir / "validation"
+    return sorted(folder.glob("*.yaml"))
+
+
+def load_specs(paths) -> list[ExperimentSpec]:
+    """Load and check every spec before anything runs; names must be unique."""
+    specs = [load_spec(p) for p in paths]
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.name in seen:
+            raise SpecError(f"{spec.path}: name: {spec.name!r} is already used by {seen[spec.name]}")
+        seen[spec.name] = spec.path
+    return specs
