@@ -244,13 +244,16 @@ def _params(kind: str, params: Mapping[str, object]) -> dict[str, object]:
 
 
 def _number(stage: Mapping[str, object], key: str, k: int, *, integer: bool, allow_inf: bool = False) -> float:
+    """``stage[key]`` checked: a positive integer (``requests`` may be 0) or number (``inf`` if allowed)."""
     value = stage[key]
-    good = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.integer,
-                                                                                      np.floating))
-    if isinstance(value, bool) or not good or not (value > 0 or (integer and value == 0 and key == "requests")) \
-            or (not allow_inf and not math.isfinite(float(value))):
-        kind = "integer" if integer else "number"
-        raise ValueError(f"load stages[{k}].{key} must be a positive {kind}{' or inf' if allow_inf else ''}, "
+    types = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    ok = isinstance(value, types) and not isinstance(value, bool)
+    if ok:
+        low_ok = value > 0 or (key == "requests" and value == 0)
+        ok = low_ok and (allow_inf or math.isfinite(float(value)))
+    if not ok:
+        what = "integer" if integer else "number"
+        raise ValueError(f"load stages[{k}].{key} must be a positive {what}{' or inf' if allow_inf else ''}, "
                          f"got {value!r}")
     return float(value)
 
