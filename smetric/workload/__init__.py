@@ -1,10 +1,11 @@
 """Workloads: the columnar Workload, trace loaders, sessions, the synthetic generator and its presets,
-characterization."""
+characterization, the published benchmark harnesses' generators."""
 
 from .catalog import TRACES, data_dir, trace_names, trace_path
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 from .core import Workload, WorkloadError, n_blocks_for
 from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
+from .harness import HarnessWorkload, harness_workload
 from .kvcache_tester import Conversations, read_conversations
 from .loaders import FORMATS, LoadedTrace, TraceLimits, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
@@ -16,6 +17,7 @@ __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "TraceFormatError", "TraceNoteWarning", "TraceSkipWarning",
            "FORMATS", "LoadedTrace", "TraceLimits", "detect_format", "load_trace", "read_trace", "infer_sessions",
            "turn_of", "write_bailian", "write_mooncake", "write_trace",
+           "HarnessWorkload", "harness_workload",
            "Conversations", "read_conversations",
            "AGENT", "CHAT", "PRESETS", "SessionWorkloadConfig", "get_preset", "synth_agent_workload",
            "synth_chat_workload", "synth_workload",
