@@ -14,7 +14,8 @@ from numba import njit
 from .hashing import hash52
 
 
-def ring_size(n_instances: int, vnodes: int) -> int:
+@njit(cache=True)
+def ring_size(n_instances, vnodes):
     """State entries of a ring of ``vnodes`` points per instance."""
     return 2 * vnodes * n_instances
 
