@@ -12,6 +12,10 @@ PUBLISHED = {
     "llama-3-8b": (8.03, None),
     "llama-3-70b": (70.6, None),
     "llama-3.1-8b": (8.03, None),
+    "llama-3.1-70b": (70.6, None),
+    "codellama-34b": (33.7, None),
+    "qwen3-14b": (14.8, None),
+    "mixtral-8x7b": (46.7, 12.9),
     "qwen2.5-7b": (7.61, None),
     "qwen2.5-14b": (14.7, None),
     "qwen2.5-32b": (32.5, None),
@@ -79,7 +83,7 @@ def test_unknown_names_list_the_valid_ones():
 def test_lookups_are_case_insensitive_and_pass_specs_through():
     assert get_model("Llama-3-8B") is MODELS["llama-3-8b"]
     assert get_gpu(GPUS["a100"]) is GPUS["a100"]
-    assert gpu_names() == ["a100", "h100", "h800", "h20", "h200", "l20", "rtx-pro-6000"]
+    assert gpu_names() == ["a100", "h100", "h800", "h20", "h200", "l20", "rtx-pro-6000", "l4", "l40s"]
     assert "opt-66b" in model_names()
 
 

@@ -101,6 +101,10 @@ TRANSFERRED_FROM: dict[str, str] = {
     "h800": "h100",          # same GH100 die and HBM3 as H100 SXM; only NVLink is narrower (a spec input)
     "h200": "h100",          # same GH100 die, HBM3e: same kernels, more bandwidth (a spec input)
     "l20": "rtx-pro-6000",   # PCIe GDDR part without NVLink, like the RTX PRO 6000 (closest memory system)
+    # Assumption (no L4/L40S profile here): the Ada PCIe GDDR6 parts borrow the RTX PRO 6000 fit as the L20 does;
+    # their own peak FLOP/s (bf16, FP8) and bandwidth are spec inputs.
+    "l4": "rtx-pro-6000",
+    "l40s": "rtx-pro-6000",
 }
 
 

@@ -1,8 +1,10 @@
 """GPU specifications: bf16 dense FLOP/s, memory capacity and bandwidth, NVLink and host-link bandwidth.
 
-Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20 datasheets and product pages;
-H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is
-what the driver reports for these parts to within 1 %. Link bandwidths are nominal, per direction.
+Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20/L4/L40S datasheets and product
+pages; H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is
+what the driver reports for the HBM parts to within 1 %; the GDDR6 L4 and L40S report 6-7 % less than that
+reading (ECC on), so their capacity is the driver's total (nvidia-smi ``memory.total``). Link bandwidths are
+nominal, per direction.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 __all__ = ["GPUSpec", "GPUS", "get_gpu", "gpu_names"]
 
 _GIB = 2**30
+_MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,13 @@ GPUS: dict[str, GPUSpec] = {g.name: g for g in (
     # bandwidth from LLMServingSim's config (1.597 TB/s). Its FP8 peak has no source here: FP8 weights
     # are timed at the bf16 peak (a conservative assumption).
     GPUSpec("rtx-pro-6000", "RTX PRO 6000 Blackwell Server", 503.8e12, 96 * _GIB, 1.597e12, 0.0, _PCIE5),
+    # Ada Lovelace PCIe parts, no NVLink, FP8 tensor cores (compute capability 8.9). NVIDIA datasheets quote
+    # tensor peaks "with sparsity"; dense is half. L4: bf16 242 / FP8 485 sparse -> 121 / 242.5 dense, 24 GB
+    # GDDR6 at 300 GB/s, PCIe Gen4 x16 (64 GB/s bidirectional); nvidia-smi reports 23034 MiB. L40S: bf16
+    # 362.05 dense (733 sparse), FP8 733 dense (1,466 sparse), 48 GB GDDR6 at 864 GB/s, PCIe Gen4 x16;
+    # nvidia-smi reports 46068 MiB (akash-network/provider-configs PR #99).
+    GPUSpec("l4", "L4-24G", 121e12, 23034 * _MIB, 300e9, 0.0, _PCIE4, 242.5e12),
+    GPUSpec("l40s", "L40S-48G", 362.05e12, 46068 * _MIB, 864e9, 0.0, _PCIE4, 733e12),
 )}
 
 

@@ -24,6 +24,8 @@ class ModelSpec:
         ffn: intermediate size of the dense MLP (0 for MoE layers).
         experts, active_experts, expert_ffn: MoE routed experts, experts per token, expert
             intermediate size (all 0 for dense models).
+        shared_experts: always-active experts of a MoE layer (every token passes through them), each of
+            intermediate size ``expert_ffn`` (0: none, as in Qwen3-MoE and Mixtral).
         vocab: vocabulary size. tied_embeddings: LM head shares the input embedding.
         qkv_bias: bias on the Q/K/V projections (Qwen2.5). linear_bias: bias on every linear
             layer and LayerNorm (OPT). gated_mlp: SwiGLU (3 matrices) vs a plain 2-matrix MLP.
@@ -45,6 +47,7 @@ class ModelSpec:
     experts: int = 0
     active_experts: int = 0
     expert_ffn: int = 0
+    shared_experts: int = 0
     tied_embeddings: bool = False
     qkv_bias: bool = False
     linear_bias: bool = False
@@ -64,7 +67,9 @@ class ModelSpec:
                 raise ValueError(f"model {self.name!r}: MoE needs 0 < active_experts <= experts and expert_ffn > 0")
             if self.ffn:
                 raise ValueError(f"model {self.name!r}: MoE layers have no dense ffn (got ffn={self.ffn})")
-        elif self.ffn <= 0 or self.active_experts or self.expert_ffn:
+            if self.shared_experts < 0:
+                raise ValueError(f"model {self.name!r}: shared_experts must be >= 0, got {self.shared_experts}")
+        elif self.ffn <= 0 or self.active_experts or self.expert_ffn or self.shared_experts:
             raise ValueError(f"model {self.name!r}: a dense model needs ffn > 0 and no expert fields")
 
     # ---- shape
@@ -101,19 +106,19 @@ class ModelSpec:
             p += (mats - 1) * width + self.hidden
         return p
 
+    def _moe_params(self, routed: int) -> int:
+        """``routed`` routed experts plus the shared experts and the router of one MoE layer."""
+        return (routed + self.shared_experts) * self._mlp_params(self.expert_ffn) + self.hidden * self.experts
+
     @property
     def mlp_params(self) -> int:
-        """All MLP weights of one layer (every expert plus the router for MoE)."""
-        if self.is_moe:
-            return self.experts * self._mlp_params(self.expert_ffn) + self.hidden * self.experts
-        return self._mlp_params(self.ffn)
+        """All MLP weights of one layer (every expert, shared experts and the router for MoE)."""
+        return self._moe_params(self.experts) if self.is_moe else self._mlp_params(self.ffn)
 
     @property
     def active_mlp_params(self) -> int:
-        """MLP weights one token passes through in one layer (its experts plus the router for MoE)."""
-        if self.is_moe:
-            return self.active_experts * self._mlp_params(self.expert_ffn) + self.hidden * self.experts
-        return self._mlp_params(self.ffn)
+        """MLP weights one token passes through in one layer (its experts, shared experts and the router for MoE)."""
+        return self._moe_params(self.active_experts) if self.is_moe else self._mlp_params(self.ffn)
 
     @property
     def expert_params(self) -> int:
@@ -193,9 +198,15 @@ def _qwen25(name, hf, layers, hidden, heads, kv, ffn, max_pos=32768):
     return ModelSpec(name, hf, layers, hidden, heads, kv, hidden // heads, ffn, 152064, max_pos, qkv_bias=True)
 
 
+def _moe(name, hf, layers, hidden, heads, kv, head_dim, vocab, max_pos, experts, top_k, expert_ffn,
+         shared_experts=0, **flags):
+    """A MoE model: ``experts`` routed experts of which ``top_k`` per token, plus ``shared_experts`` always active."""
+    return ModelSpec(name, hf, layers, hidden, heads, kv, head_dim, 0, vocab, max_pos, experts=experts,
+                     active_experts=top_k, expert_ffn=expert_ffn, shared_experts=shared_experts, **flags)
+
+
 def _qwen3_moe(name, hf, layers, hidden, heads, kv, expert_ffn, max_pos):
-    return ModelSpec(name, hf, layers, hidden, heads, kv, 128, 0, 151936, max_pos,
-                     experts=128, active_experts=8, expert_ffn=expert_ffn, qk_norm=True)
+    return _moe(name, hf, layers, hidden, heads, kv, 128, 151936, max_pos, 128, 8, expert_ffn, qk_norm=True)
 
 
 def _opt(name, hf, layers, hidden, heads, ffn):
@@ -209,14 +220,18 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
     _llama("llama-3-8b", "meta-llama/Meta-Llama-3-8B", 32, 4096, 32, 8, 14336, 128256, 8192),
     _llama("llama-3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8, 28672, 128256, 8192),
     _llama("llama-3.1-8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, 131072),
+    _llama("llama-3.1-70b", "meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, 131072),
+    _llama("codellama-34b", "codellama/CodeLlama-34b-hf", 48, 8192, 64, 8, 22016, 32000, 16384),
     _qwen25("qwen2.5-7b", "Qwen/Qwen2.5-7B", 28, 3584, 28, 4, 18944, 131072),
     _qwen25("qwen2.5-14b", "Qwen/Qwen2.5-14B", 48, 5120, 40, 8, 13824, 131072),
     _qwen25("qwen2.5-32b", "Qwen/Qwen2.5-32B", 64, 5120, 40, 8, 27648, 131072),
     _qwen25("qwen2.5-72b", "Qwen/Qwen2.5-72B", 80, 8192, 64, 8, 29568, 131072),
     ModelSpec("qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, 40960, qk_norm=True),
+    ModelSpec("qwen3-14b", "Qwen/Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, 40960, qk_norm=True),
     _qwen3_moe("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 768, 40960),
     _qwen3_moe("qwen3-coder-30b-a3b", "Qwen/Qwen3-Coder-30B-A3B-Instruct", 48, 2048, 32, 4, 768, 262144),
     _qwen3_moe("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4, 1536, 40960),
+    _moe("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 32000, 32768, 8, 2, 14336),
     _opt("opt-13b", "facebook/opt-13b", 40, 5120, 40, 20480),
     _opt("opt-66b", "facebook/opt-66b", 64, 9216, 72, 36864),
 )}

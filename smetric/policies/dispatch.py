@@ -10,6 +10,7 @@ from . import (
     affinity,
     aibrix,
     bailian,
+    chwbl,
     dynamo,
     llmd,
     lmetric,
@@ -58,6 +59,10 @@ def route(pid, view, req, blocks, params, state, rand):
         return affinity.session_sticky(view, req, blocks, params, state, rand)
     if pid == affinity.PID_CACHE_AFFINITY:
         return affinity.cache_affinity(view, req, blocks, params, state, rand)
+    if pid == load_only.PID_RANDOM:
+        return load_only.random_choice(view, req, blocks, params, state, rand)
+    if pid == chwbl.PID:
+        return chwbl.choose(view, req, blocks, params, state, rand)
     raise ValueError("unknown policy id")
 
 

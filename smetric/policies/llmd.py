@@ -10,7 +10,12 @@
 * ``load_aware`` = ``0.5`` if nothing waits, else ``0.5 * (1 - min(q, T) / T)`` (``T = load_threshold``).
 
 Defaults are the built-in profile (prefix 3, queue 2, kv-utilisation 2); the load-aware sample
-config is ``w_prefix=1 w_queue=0 w_kv=0 w_load_aware=1``. Freshness: waiting queues and KV
+config is ``w_prefix=1 w_queue=0 w_kv=0 w_load_aware=1``. The llm-d 73-capacity benchmark's profiles:
+precise ``prefix=precise`` 3/2/2, estimated ``prefix=estimate`` 1/1/1 with ``max_blocks=256``, load
+``w_prefix=0 w_queue=1 w_kv=1`` (hash block size = the workload's block size, 64 there). Its
+``lruCapacityPerServer`` (31,250 blocks = 2.0M tokens per server) is not modelled: the estimate index is one
+table of 4x the cluster's HBM blocks (:mod:`smetric.policies.router_index`), and neither bound is reached by
+that workload (150 groups x 12,000 distinct tokens = 1.8M tokens over 8 servers). Freshness: waiting queues and KV
 utilisation are Prometheus scrapes in llm-d (exact here); the estimate index is router history.
 """
 

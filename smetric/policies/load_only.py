@@ -1,4 +1,7 @@
-"""Load-only routers: round-robin, least-load and power-of-two choices. They ignore the KV cache entirely.
+"""Load-only routers: round-robin, random, least-load and power-of-two choices. They ignore the KV cache entirely.
+
+``random`` is a uniform pick per request: a Kubernetes Service (kube-proxy picks a backend per connection, and
+the benchmark clients open one per request) and llm-d's ``random-picker``.
 
 Freshness: the simulator hands them exact engine state. Real routers count in-flight requests
 themselves (exact), but poll token loads (SGLang's power-of-two: every 5 s) and batch sizes
@@ -15,6 +18,7 @@ from .spec import PolicySpec
 PID_ROUND_ROBIN = 0
 PID_LEAST_LOAD = 1
 PID_POWER_OF_TWO = 2
+PID_RANDOM = 16
 
 _SIGNALS_TEXT = ("in-flight requests (router-side count, exact), or queued prefill tokens / running batch "
                  "size (engine state: exact here, scraped or polled every few seconds by real routers)")
@@ -23,6 +27,9 @@ ROUND_ROBIN = PolicySpec(
     "round-robin", PID_ROUND_ROBIN, "cycle through instances, ignoring state",
     "classic load-only baseline (SGLang/vLLM production-stack round_robin)", "none",
     state_size=lambda ctx: 1)
+RANDOM = PolicySpec(
+    "random", PID_RANDOM, "uniformly random instance, ignoring state",
+    "Kubernetes Service / kube-proxy (a backend per connection); llm-d random-picker", "none")
 LEAST_LOAD = PolicySpec(
     "least-load", PID_LEAST_LOAD, "argmin of a load signal (ties: lowest index)",
     "classic load-only baseline (AIBrix least-request, vLLM join-shortest-queue)", _SIGNALS_TEXT,
@@ -43,6 +50,13 @@ def round_robin(view, req, blocks, params, state, rand):
     i = int(state[0]) % view.shape[0]
     state[0] = i + 1
     return i
+
+
+@njit(cache=True)
+def random_choice(view, req, blocks, params, state, rand):
+    """Instance ``floor(rand[0] * n)``."""
+    n = view.shape[0]
+    return min(int(rand[0] * n), n - 1)
 
 
 @njit(cache=True)

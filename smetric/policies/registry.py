@@ -13,6 +13,7 @@ from . import (
     affinity,
     aibrix,
     bailian,
+    chwbl,
     dynamo,
     llmd,
     lmetric,
@@ -72,3 +73,5 @@ register(preble.SPEC)
 register(mooncake.SPEC)
 register(affinity.SESSION_STICKY)
 register(affinity.CACHE_AFFINITY)
+register(load_only.RANDOM)
+register(chwbl.SPEC)

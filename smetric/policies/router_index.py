@@ -56,8 +56,10 @@ def _present(state, offset, size, block, instance, now, ttl):
 
 @njit(cache=True)
 def index_insert(state, offset, size, blocks, instance, now):
-    """Record that the prompt ``blocks`` was sent to ``instance`` at time ``now``."""
+    """Record that the prompt ``blocks`` was sent to ``instance`` at time ``now``; returns how many of its
+    blocks were new to the index for that instance (the growth of the instance's share of the index)."""
     mask = size // 2 - 1
+    added = 0
     for j in range(blocks.shape[0]):
         key = hash52(blocks[j], instance)
         start = int(key) & mask
@@ -74,6 +76,8 @@ def index_insert(state, offset, size, blocks, instance, now):
         if not found:
             state[victim] = key
             state[victim + 1] = now
+            added += 1
+    return added
 
 
 @njit(cache=True)

@@ -15,12 +15,12 @@ Freshness: the trie and the QPS counts are router-side bookkeeping (exact); noth
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from ..ranges import POSITIVE
 from .base import R_INPUT_LEN, R_NOW, R_SESSION
 from .hashing import hash52
+from .ring import build_ring, first_point, point_owner, ring_size
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
 from .selection import argmax_random, argmin_first
 from .spec import PolicySpec
@@ -43,7 +43,7 @@ SESSION = PolicySpec(
     "vllm-project/production-stack routing_logic.py (session: uhashring ring; _qps_routing fallback)",
     "session id only (plus router-side request counts for the fallback); no load or cache signal",
     params={"qps_window": 60.0}, ranges={"qps_window": POSITIVE},
-    state_size=lambda ctx: 1 + 2 * VNODES * ctx.n_instances + window_size(ctx.n_instances))
+    state_size=lambda ctx: 1 + ring_size(ctx.n_instances, VNODES) + window_size(ctx.n_instances))
 
 _VIEW, _B = PREFIX.slots("cache_view", "block_size")
 _ROUTER = PREFIX.code("cache_view", "router")
@@ -60,28 +60,10 @@ def prefix_choose(view, req, blocks, params, state, rand):
 
 
 @njit(cache=True)
-def _build_ring(state, n):
-    """Fill the ring: ``state[1 : 1+m]`` sorted point hashes, ``state[1+m : 1+2m]`` their owners."""
-    m = VNODES * n
-    points = np.empty(m)
-    for i in range(n):
-        for v in range(VNODES):
-            points[i * VNODES + v] = hash52(i * VNODES + v, _RING_SALT)
-    order = np.argsort(points)
-    for k in range(m):
-        state[1 + k] = points[order[k]]
-        state[1 + m + k] = order[k] // VNODES
-    state[0] = 1.0
-
-
-@njit(cache=True)
 def ring_owner(state, n, session):
-    """The instance owning ``session`` on the consistent-hash ring (first point clockwise of its hash)."""
+    """The instance owning ``session`` on the consistent-hash ring kept at ``state[1:]``."""
     m = VNODES * n
-    k = np.searchsorted(state[1:1 + m], hash52(session, _SESSION_SALT))
-    if k == m:
-        k = 0
-    return int(state[1 + m + k])
+    return point_owner(state, 1, m, first_point(state, 1, m, hash52(session, _SESSION_SALT)))
 
 
 @njit(cache=True)
@@ -89,8 +71,9 @@ def session_choose(view, req, blocks, params, state, rand):
     """vllm-session: the ring owner of the session, or the lowest windowed QPS without a session."""
     n = view.shape[0]
     if state[0] == 0.0:
-        _build_ring(state, n)
-    window = 1 + 2 * VNODES * n
+        build_ring(state, 1, n, VNODES, _RING_SALT)
+        state[0] = 1.0
+    window = 1 + ring_size(n, VNODES)
     now = req[R_NOW]
     if req[R_SESSION] >= 0:
         chosen = ring_owner(state, n, int(req[R_SESSION]))
