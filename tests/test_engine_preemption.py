@@ -21,7 +21,7 @@ from smetric.cluster.result_raw import REASON_COMPLETED
 
 @st.composite
 def cases(draw):
-    """Tight HBM, long outputs, multi-turn sessions, 1-2 colocated instances: preemptions of decodes, prefills and loads."""
+    """Tight HBM, long outputs, multi-turn sessions, 1-2 colocated instances: decodes, prefills, loads preempted."""
     seed = draw(st.integers(0, 2**31 - 1))
     wl = agent_workload(seed, n_sessions=draw(st.integers(1, 10)), max_turns=draw(st.integers(1, 4)),
                         span=draw(st.sampled_from([0.5, 3.0])), output=(1, draw(st.sampled_from([30, 300, 800]))),
@@ -112,3 +112,24 @@ def test_incremental_is_rejected_where_not_implemented():
         small_cluster(n_instances=2, mode="disaggregated", n_prefill=1, n_decode=1, kv_allocation="incremental")
     with pytest.raises(ValueError, match="kv_allocation must be one of"):
         ClusterConfig("example", "example", kv_allocation="lazy")
+
+
+def test_simulate_cli_takes_the_allocation_rule(tmp_path, capsys):
+    import json
+
+    from smetric.cli import main
+
+    rows = [(t, 1500, 400, [0, 1, 2]) for t in range(0, 600, 20)]
+    path = tmp_path / "burst.jsonl"
+    path.write_text("\n".join(json.dumps({"timestamp": t, "input_length": n, "output_length": o, "hash_ids": h})
+                              for t, n, o, h in rows) + "\n")
+    base = ["simulate", "--model", "llama-3-8b", "--gpu", "a100", "--policy", "round_robin", "--trace", str(path),
+            "--json"]
+    out = {}
+    for rule in ("reserve", "incremental"):
+        assert main(base + ["--kv-allocation", rule]) == 0
+        out[rule] = json.loads(capsys.readouterr().out)
+    assert out["reserve"]["n_preempted"] == 0
+    assert out["incremental"]["n_completed"] == out["reserve"]["n_completed"] == len(rows)
+    with pytest.raises(SystemExit):
+        main(base + ["--kv-allocation", "lazy"])
