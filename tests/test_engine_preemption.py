@@ -129,7 +129,7 @@ def test_simulate_cli_takes_the_allocation_rule(tmp_path, capsys):
     for rule in ("reserve", "incremental"):
         assert main(base + ["--kv-allocation", rule]) == 0
         out[rule] = json.loads(capsys.readouterr().out)
-    assert out["reserve"]["n_preempted"] == 0
+    assert "n_preempted" not in out["reserve"] and out["incremental"]["n_preempted"] >= 0
     assert out["incremental"]["n_completed"] == out["reserve"]["n_completed"] == len(rows)
     with pytest.raises(SystemExit):
         main(base + ["--kv-allocation", "lazy"])

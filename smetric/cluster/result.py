@@ -158,7 +158,6 @@ class SimResult:
             "n_requests": int(len(rq)),
             "n_completed": int(done.sum()),
             "n_unfinished": int((~done).sum()),
-            "n_preempted": int((rq["preemptions"] > 0).sum()),
             "window_s": window,
             "goodput_tps": rate(tokens[rq["slo_met"]].sum()),
             "throughput_tps": rate(tokens[done].sum()),
@@ -186,6 +185,9 @@ class SimResult:
             **_session_metrics(rq, self.cluster.queue.l_max),
             "busy_mean": float(busy.mean()),
             "busy_cv": float(busy.std(ddof=0) / busy.mean()) if busy.mean() > 0 else float("nan"),
+            # requests preempted at least once; only where preemption exists (reserve runs keep their columns)
+            **({"n_preempted": int((rq["preemptions"] > 0).sum())}
+               if self.cluster.kv_allocation == "incremental" else {}),
             "wall_time_s": float(self.wall_time),
         }
 
