@@ -7,7 +7,7 @@ import json
 import math
 import sys
 
-from .config import REPLAYS
+from .config import KV_ALLOCATIONS, REPLAYS
 from .queueing import DISCIPLINES
 
 _INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_sessions", "n_sessions_completed")
@@ -74,6 +74,9 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="engine KV block size (tokens), a multiple of the trace's block size (default: 256 "
                              "rounded up to a multiple of it)")
     parser.add_argument("--replay", choices=REPLAYS, default="open")
+    parser.add_argument("--kv-allocation", choices=KV_ALLOCATIONS, default="reserve",
+                        help="reserve = KV for prompt + output at admission (default); incremental = vLLM's "
+                             "block-by-block allocation with recompute preemption (colocated, fcfs, no global store)")
     parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
                         help="order in which an instance admits its waiting requests (default fcfs)")
     parser.add_argument("--queue-param", action="append", default=[], metavar="KEY=VALUE",
@@ -121,7 +124,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             queue=QueueDiscipline.parse(args.queue, _parse_params(args.queue_param, "--queue-param")),
             cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
             hit_granularity=args.hit_granularity, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
-            attention_calibration=args.attention_calibration,
+            attention_calibration=args.attention_calibration, kv_allocation=args.kv_allocation,
             kv_connector=KVConnector.parse(args.kv_connector,
                                            _parse_params(args.kv_connector_param, "--kv-connector-param")))
         result = simulate(workload, cluster, args.policy, _parse_params(args.param), load=args.load, seed=args.seed,

@@ -22,12 +22,13 @@ from ..hardware.perfmodel import DTYPES
 from .connector import KVConnector
 from .queueing import QueueDiscipline
 
-__all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB"]
+__all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB", "KV_ALLOCATIONS"]
 
 GB = 1e9  # bytes per GB (decimal, as link and memory vendors count)
 
 MODES = ("colocated", "disaggregated")
 REPLAYS = ("open", "closed")
+KV_ALLOCATIONS = ("reserve", "incremental")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -236,6 +237,12 @@ class ClusterConfig:
         attention_calibration: prefill-attention calibration of Hopper GPUs (``fa3`` = fitted on FlashAttention-3
             benchmarks, the default; ``a100-borrowed`` = the A100 FlashAttention-2 fit they borrowed before;
             :data:`smetric.hardware.efficiency.ATTENTION_CALIBRATIONS`).
+        kv_allocation: how an instance allocates a request's HBM KV blocks (:data:`KV_ALLOCATIONS`):
+            ``reserve`` = prompt and output are reserved at admission (the engine's original rule);
+            ``incremental`` = vLLM's rule (v0.6+, V1): blocks for the tokens scheduled now, one more whenever
+            a running sequence crosses a block boundary, and recompute preemption of the most recently
+            admitted running request when a block cannot be had (see the engine docstring). Colocated mode,
+            the ``fcfs`` queue and no global store only.
     """
 
     model: str
@@ -265,6 +272,7 @@ class ClusterConfig:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     attention_calibration: str = "fa3"
+    kv_allocation: str = "reserve"
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -322,6 +330,14 @@ class ClusterConfig:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "
                      "they cannot apply to an explicit hardware spec")
+        _require(self.kv_allocation in KV_ALLOCATIONS,
+                 f"kv_allocation must be one of {KV_ALLOCATIONS}, got {self.kv_allocation!r}")
+        if self.kv_allocation == "incremental":
+            _require(not self.disaggregated, "kv_allocation='incremental' is implemented for mode='colocated' only")
+            _require(self.global_store is None, "kv_allocation='incremental' is implemented without a global store "
+                     "only (a store's changes would make the FCFS head's fit change inside a decode-only run)")
+            _require(self.queue.name == "fcfs",
+                     f"kv_allocation='incremental' is implemented for the fcfs queue only, got {self.queue.name!r}")
 
     # ------------------------------------------------------------------ derived
     @property

@@ -111,6 +111,36 @@ completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'
 hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
 lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
 
+Incremental KV allocation (``kv_allocation = "incremental"``; colocated, FCFS, no global store), after vLLM
+V1's scheduler (``vllm/v1/core/sched/scheduler.py``: running requests are scheduled before waiting ones, a
+failed ``allocate_slots`` preempts ``self.running.pop()`` until it succeeds or the request itself was popped,
+waiting requests are admitted only when the step preempted nobody; ``kv_cache_manager.allocate_slots``
+succeeds iff the new blocks <= free blocks, evictable cached ones included, no watermark). A request
+holds its ``k1`` pinned hits plus private blocks; ``g`` = tokens generated. The rules replace the
+reservation above, in batch formation after activation:
+
+a. Decodes whose next token starts a new block (``ceil((L + g) / B)`` > blocks held, all prompt blocks being
+   cached) take one block each, in row order. Then ``budget = max_batched_tokens - n_decode``.
+b. Runnable prefills, in admission order, take chunks ``c`` as in step 3, each first taking the blocks its KV
+   lacks (``ceil((in_kv + c) / B) - k1 - private``).
+c. Taking ``m`` blocks succeeds iff ``pinned + reserved + m <= C`` (LRU cached blocks are evicted as at
+   admission); otherwise the most recently admitted running request is preempted, repeatedly, until it
+   succeeds or the requester itself was preempted (then it takes nothing and, being the last admitted,
+   ends step b). A preempted decode returns its budget token.
+d. Admission (step 4) only if nobody was preempted in this formation; a candidate fits iff
+   ``pinned + reserved + need <= C`` with ``need = ceil((h3 + c) / B) - k1``, ``c`` = the chunk it takes now
+   (``min(L' - h3, budget)``; 0 when its KV loads with ``kv_load_overlap``).
+Preemption (recompute) of ``v``: a decode leaves the decode set; a prefill's prompt blocks wholly in KV
+(``min((j + 1) B, L) <= in_kv``, from ``k1`` on) join the HBM cache as at prompt completion (a loading
+request's loads are abandoned); then its prompt blocks are unpinned tail first (prefix-cached, evictable),
+its private blocks (generated tokens' KV included: not cached) are freed, and it goes to the FRONT of the
+waiting queue keeping ``g``. Re-admitted, it recomputes ``L' = L + g`` tokens (hits over its prompt blocks
+as at any admission, capped at ``L - 1``), its queued-prefill share counts ``L'`` tokens from the
+preemption on; when that prefill completes it has ``g + 1`` tokens (its first-token time stays the first
+one; it leaves if ``g + 1 = n_out``) and decodes on. ``admit`` and the hit columns keep the first
+admission's values; ``prefill_tokens`` counts recomputed tokens too; ``preemptions`` counts per request
+and per instance.
+
 Disaggregation. A prefill instance frees its copy of the prompt's KV when the prefill completes
 (its blocks stay cached there like any released prompt); the transfer is modelled on the receiving
 side: the decode instance reserves ``ceil((L + n_out) / B)`` blocks when it admits the request
@@ -140,7 +170,10 @@ rounding (~1e-13 relative); they could order events differently only if an arriv
 that rounding of an iteration end. Finishes come from a per-instance min-heap keyed by
 (finishing iteration, row).
 A candidate that did not fit is not re-examined until the instance's KV state changes (the fit
-test depends on nothing else). For the ranked disciplines this also keeps fast-forwarding exact:
+test depends on nothing else; with incremental allocation, or until the budget shrinks).
+Incremental allocation: a per-instance heap keyed by (iteration needing the next block, row) feeds step a,
+and a decode-only run ends before that iteration (or after one iteration when the formation preempted).
+For the ranked disciplines the marks also keep fast-forwarding exact:
 a decode-only run forms only when every waiting request failed to fit (or no budget/slot is left),
 which no change of rank during the run can undo.
 """
@@ -201,6 +234,12 @@ DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP, G_PHEAD, G_PTAIL, G_PCOUNT, G_PNEXT = range(11)
 N_GI = 11
 GF_NOW, GF_WRITE, GF_PLAST, GF_SAMPLE_DT, GF_QUEUE = range(5)
+# ---- incremental KV allocation: per-request (st.pre) tokens generated before its last preemption,
+# preemptions, admission sequence number; per-instance (st.ipre) preemptions, entries of the block-allocation
+# heap st.aheap (key = iteration that needs the block * n + row), admissions so far, the budget at which the
+# FCFS head last did not fit
+P_KEPT, P_COUNT, P_SEQ = range(3)
+IP_PREEMPT, IP_AHEAPN, IP_SEQ, IP_BBUDGET = range(4)
 N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[GF_QUEUE:]
 
 # Engine functions are compiled with ``_nrt=False``: the engine allocates nothing (all state is
@@ -220,13 +259,13 @@ EngineData = namedtuple("EngineData", [
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
-    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask"])
+    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
-    "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt"])
+    "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap"])
 
 
 # ====================================================================== small helpers
@@ -345,6 +384,50 @@ def _dh_pop(st, i):
     return top
 
 
+# ---- a min-heap ``h`` of ``n`` int keys (the block-allocation heap; removal also serves the finish heap)
+@njit(cache=True, _nrt=False)
+def _heap_push(h, n, key):
+    k = n
+    h[k] = key
+    while k > 0:
+        p = (k - 1) // 2
+        if h[p] <= h[k]:
+            break
+        h[p], h[k] = h[k], h[p]
+        k = p
+    return n + 1
+
+
+@njit(cache=True, _nrt=False)
+def _heap_sift_down(h, n, k):
+    while True:
+        a, b, m = 2 * k + 1, 2 * k + 2, k
+        if a < n and h[a] < h[m]:
+            m = a
+        if b < n and h[b] < h[m]:
+            m = b
+        if m == k:
+            break
+        h[k], h[m] = h[m], h[k]
+        k = m
+
+
+@njit(cache=True, _nrt=False)
+def _heap_remove(h, n, key):
+    """Remove ``key`` (if present) from the heap; the new entry count."""
+    for k in range(n):
+        if h[k] == key:
+            n -= 1
+            h[k] = h[n]
+            if k < n:
+                _heap_sift_down(h, n, k)
+                while k > 0 and h[(k - 1) // 2] > h[k]:
+                    h[(k - 1) // 2], h[k] = h[k], h[(k - 1) // 2]
+                    k = (k - 1) // 2
+            return n
+    return n
+
+
 # ---- intrusive request lists (waiting queue and prefill list share the RI_NXT/RI_PRV links)
 @njit(cache=True, _nrt=False)
 def _list_append(st, i, head_col, tail_col, r):
@@ -356,6 +439,18 @@ def _list_append(st, i, head_col, tail_col, r):
     else:
         st.ii[i, head_col] = r
     st.ii[i, tail_col] = r
+
+
+@njit(cache=True, _nrt=False)
+def _list_prepend(st, i, head_col, tail_col, r):
+    head = st.ii[i, head_col]
+    st.ri[r, RI_NXT] = head
+    st.ri[r, RI_PRV] = -1
+    if head >= 0:
+        st.ri[head, RI_PRV] = r
+    else:
+        st.ii[i, tail_col] = r
+    st.ii[i, head_col] = r
 
 
 @njit(cache=True, _nrt=False)
@@ -718,7 +813,7 @@ def _set_queued(d, st, i, r, tok):
     cost = 0.0
     attn = 0.0
     if tok > 0:
-        L = float(d.input_len[r])
+        L = float(d.input_len[r] + st.pre[r, P_KEPT])  # a preempted request recomputes its generated tokens
         n = float(tok)
         cost = prefill_time_nb(d.coef, n, L - n)
         attn = n + n * (L - 0.5 * n) / d.l_eq
@@ -765,11 +860,29 @@ def _release_children(d, st, r, t):
 @njit(cache=True, _nrt=False)
 def _join_decode(d, st, i, r):
     """``r`` (one token generated) joins instance ``i``'s decode set before the next iteration."""
+    g0 = st.pre[r, P_KEPT] + 1
     st.ri[r, RI_STATE] = DECODE
     st.ri[r, RI_JOIN] = st.ii[i, II_ITER]
     st.ii[i, II_NDEC] += 1
-    st.ii[i, II_SDEC] += d.input_len[r] + 1
-    _dh_push(st, i, (st.ii[i, II_ITER] + d.n_out[r] - 1) * d.n + r)
+    st.ii[i, II_SDEC] += d.input_len[r] + g0
+    _dh_push(st, i, (st.ii[i, II_ITER] + d.n_out[r] - g0) * d.n + r)
+    if d.incremental:
+        _push_alloc(d, st, i, r)
+
+
+@njit(cache=True, _nrt=False)
+def _next_alloc(d, st, r):
+    """Iteration in which decoding ``r`` needs its next block (its KV then exceeds the blocks it holds)."""
+    held = d.block_offsets[r + 1] - d.block_offsets[r] + st.ri[r, RI_PRIV]
+    return st.ri[r, RI_JOIN] + held * d.block_size - d.input_len[r] - st.pre[r, P_KEPT]
+
+
+@njit(cache=True, _nrt=False)
+def _push_alloc(d, st, i, r):
+    """Schedule decoding ``r``'s next block allocation, if it comes before its last iteration."""
+    x = _next_alloc(d, st, r)
+    if x < st.ri[r, RI_JOIN] + d.n_out[r] - st.pre[r, P_KEPT] - 1:
+        st.ipre[i, IP_AHEAPN] = _heap_push(st.aheap[i], st.ipre[i, IP_AHEAPN], x * d.n + r)
 
 
 @njit(cache=True, _nrt=False)
@@ -844,7 +957,7 @@ def _global_prefix(d, st, blocks):
 
 # ====================================================================== admission
 @njit(cache=True, _nrt=False)
-def _admit(d, st, i, r, t):
+def _admit(d, st, i, r, t, budget):
     """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready)."""
     L = d.input_len[r]
     if st.ii[i, II_ROLE] == DECODE_ROLE:
@@ -872,6 +985,11 @@ def _admit(d, st, i, r, t):
         if hs[HS_REF, slot] == 0:
             newly += 1
     need = total - k1
+    kept = st.pre[r, P_KEPT]
+    if d.incremental:  # the blocks of what is in KV once it loads, plus the chunk it takes now
+        loading = d.overlap and not d.conn and h3 > h1
+        chunk = 0 if loading else min(L + kept - h3, budget)
+        need = _n_blocks(h3 + chunk, d.block_size) - k1
     if st.ii[i, II_PINNED] + newly + st.ii[i, II_PRIV] + need > d.hbm_blocks:
         return False, t
     for j in range(k1):
@@ -885,13 +1003,16 @@ def _admit(d, st, i, r, t):
     st.ri[r, RI_K1] = k1
     st.ii[i, II_KV_VERSION] += 1
     st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
-    st.ri[r, RI_HHBM] = h1
-    st.ri[r, RI_HDRAM] = h2 - h1
-    st.ri[r, RI_HGLOB] = h3 - h2
-    st.ri[r, RI_REM] = L - h3
+    if st.pre[r, P_COUNT] == 0:  # hits and admission time are those of the first admission
+        st.ri[r, RI_HHBM] = h1
+        st.ri[r, RI_HDRAM] = h2 - h1
+        st.ri[r, RI_HGLOB] = h3 - h2
+        st.rf[r, RF_ADMIT] = t
+    st.ri[r, RI_REM] = L + kept - h3
     st.ri[r, RI_INKV] = h3
-    _set_queued(d, st, i, r, L - h3)
-    st.rf[r, RF_ADMIT] = t
+    st.pre[r, P_SEQ] = st.ipre[i, IP_SEQ]
+    st.ipre[i, IP_SEQ] += 1
+    _set_queued(d, st, i, r, L + kept - h3)
     ready = t
     if h2 - h1 > 0:
         start = max(t, st.fi[i, FI_LDRAM])
@@ -912,7 +1033,7 @@ def _admit(d, st, i, r, t):
 
 
 @njit(cache=True, _nrt=False)
-def _next_candidate(d, st, i, t, free, step):
+def _next_candidate(d, st, i, t, free, step, budget):
     """The queue discipline's next waiting request to try in admission step ``step`` (-1: none).
 
     FCFS: the oldest routed, unless it did not fit and the KV state has not changed since. Ranked
@@ -921,7 +1042,8 @@ def _next_candidate(d, st, i, t, free, step):
     version = st.ii[i, II_KV_VERSION]
     if st.gf[GF_QUEUE + Q_KIND] == FCFS:
         r = st.ii[i, II_WHEAD]
-        if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == version:
+        if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == version and (
+                not d.incremental or budget >= st.ipre[i, IP_BBUDGET]):  # incremental: a smaller chunk may fit
             return -1
         return r
     best = -1
@@ -964,6 +1086,109 @@ def _activate(d, st, i, t):
 
 
 @njit(cache=True, _nrt=False)
+def _last_admitted(d, st, i):
+    """The running request of ``i`` admitted most recently (the tail of the prefill list or a decode)."""
+    best = st.ii[i, II_PTAIL]
+    for k in range(st.ii[i, II_HEAPN]):
+        r = st.dheap[i, k] % d.n
+        if best < 0 or st.pre[r, P_SEQ] > st.pre[best, P_SEQ]:
+            best = r
+    return best
+
+
+@njit(cache=True, _nrt=False)
+def _preempt(d, st, i, v):
+    """Recompute preemption of ``v`` (rules in the module docstring); 1 if it was decoding, else 0."""
+    blocks = d.block_ids[d.block_offsets[v]:d.block_offsets[v + 1]]
+    nb = blocks.shape[0]
+    L = d.input_len[v]
+    state = st.ri[v, RI_STATE]
+    was_decoding = 0
+    kept_blocks = st.ri[v, RI_K1]
+    if state == DECODE:
+        g0 = st.pre[v, P_KEPT] + 1
+        g = g0 + st.ii[i, II_ITER] - st.ri[v, RI_JOIN]
+        st.ii[i, II_NDEC] -= 1
+        st.ii[i, II_SDEC] -= L + g
+        st.ii[i, II_HEAPN] = _heap_remove(st.dheap[i], st.ii[i, II_HEAPN],
+                                          (st.ri[v, RI_JOIN] + d.n_out[v] - g0) * d.n + v)
+        st.ipre[i, IP_AHEAPN] = _heap_remove(st.aheap[i], st.ipre[i, IP_AHEAPN], _next_alloc(d, st, v) * d.n + v)
+        st.pre[v, P_KEPT] = g
+        kept_blocks = nb
+        was_decoding = 1
+    else:
+        _list_remove(st, i, II_PHEAD, II_PTAIL, v)
+        if state == PREFILL:  # the prompt's blocks wholly in KV join the cache
+            while kept_blocks < nb and min((kept_blocks + 1) * d.block_size, L) <= st.ri[v, RI_INKV]:
+                slot = _hbm_slot(d, st, i, blocks[kept_blocks])
+                if slot >= 0:
+                    _hbm_pin(d, st, i, slot)
+                else:
+                    _hbm_insert_pinned(d, st, i, blocks[kept_blocks])
+                st.ii[i, II_PRIV] -= 1
+                st.ri[v, RI_PRIV] -= 1
+                kept_blocks += 1
+        else:  # LOADING: its loads are abandoned
+            st.ii[i, II_NLOAD] -= 1
+            min_ready = INF
+            r = st.ii[i, II_PHEAD]
+            while r >= 0:
+                if st.ri[r, RI_STATE] == LOADING:
+                    min_ready = min(min_ready, st.rf[r, RF_READY])
+                r = st.ri[r, RI_NXT]
+            st.fi[i, FI_MINREADY] = min_ready
+    for j in range(kept_blocks - 1, -1, -1):
+        _hbm_unpin(d, st, i, blocks[j])
+    st.ii[i, II_PRIV] -= st.ri[v, RI_PRIV]
+    st.ri[v, RI_PRIV] = 0
+    st.ii[i, II_KV_VERSION] += 1
+    st.ii[i, II_NRUN] -= 1
+    st.ii[i, II_NWAIT] += 1
+    _list_prepend(st, i, II_WHEAD, II_WTAIL, v)
+    st.ri[v, RI_STATE] = WAITING
+    st.pre[v, P_COUNT] += 1
+    st.ipre[i, IP_PREEMPT] += 1
+    if st.ri[v, RI_CTOK] == 0:
+        st.ii[i, II_NQUEUED] += 1
+    _set_queued(d, st, i, v, L + st.pre[v, P_KEPT])
+    return was_decoding
+
+
+@njit(cache=True, _nrt=False)
+def _allocate(d, st, i, r, m):
+    """Give ``r`` ``m`` more blocks (evicting LRU cached ones), preempting the most recently admitted running
+    request while they cannot be had: (False if ``r`` itself was preempted, decodes preempted)."""
+    refund = 0
+    while st.ii[i, II_PINNED] + st.ii[i, II_PRIV] + m > d.hbm_blocks:
+        v = _last_admitted(d, st, i)
+        refund += _preempt(d, st, i, v)
+        if v == r:
+            return False, refund
+    while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + m > d.hbm_blocks:
+        _hbm_evict_lru(d, st, i)
+    st.ii[i, II_PRIV] += m
+    st.ri[r, RI_PRIV] += m
+    st.ii[i, II_KV_VERSION] += 1
+    st.ii[i, II_KVPEAK] = max(st.ii[i, II_KVPEAK], st.ii[i, II_CACHED] + st.ii[i, II_PRIV])
+    return True, refund
+
+
+@njit(cache=True, _nrt=False)
+def _grow_decodes(d, st, i):
+    """Incremental allocation: decodes whose next token starts a new block take one, in row order."""
+    it = st.ii[i, II_ITER]
+    while st.ipre[i, IP_AHEAPN] > 0 and st.aheap[i, 0] // d.n == it:
+        r = st.aheap[i, 0] % d.n
+        n = st.ipre[i, IP_AHEAPN] - 1
+        st.aheap[i, 0] = st.aheap[i, n]
+        st.ipre[i, IP_AHEAPN] = n
+        _heap_sift_down(st.aheap[i], n, 0)
+        ok, _ = _allocate(d, st, i, r, 1)
+        if ok:
+            _push_alloc(d, st, i, r)
+
+
+@njit(cache=True, _nrt=False)
 def _add_chunk(st, i, r, budget):
     c = min(st.ri[r, RI_REM], budget)
     k = st.ii[i, II_NBATCH]
@@ -977,13 +1202,27 @@ def _add_chunk(st, i, r, budget):
 def _form_batch(d, st, i, t):
     """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
     _activate(d, st, i, t)
+    n_preempted = st.ipre[i, IP_PREEMPT]
+    if d.incremental:
+        _grow_decodes(d, st, i)
     budget = d.max_batched_tokens - st.ii[i, II_NDEC]
     st.ii[i, II_NBATCH] = 0
     r = st.ii[i, II_PHEAD]
     while r >= 0 and budget > 0:
         if st.ri[r, RI_STATE] == PREFILL:
-            budget = _add_chunk(st, i, r, budget)
+            if d.incremental:
+                need = _n_blocks(st.ri[r, RI_INKV] + min(st.ri[r, RI_REM], budget), d.block_size) - (
+                    st.ri[r, RI_K1] + st.ri[r, RI_PRIV])
+                refund = 0
+                if need > 0:
+                    ok, refund = _allocate(d, st, i, r, need)
+                    if not ok:
+                        break  # it was preempted itself: it was the last admitted
+                budget = _add_chunk(st, i, r, budget) + refund
+            else:
+                budget = _add_chunk(st, i, r, budget)
         r = st.ri[r, RI_NXT]
+    preempted = st.ipre[i, IP_PREEMPT] > n_preempted
     wait = 0.0
     conn = d.conn and st.ii[i, II_ROLE] != DECODE_ROLE  # an lmcache connector serves this instance
     sched = 0.0
@@ -996,15 +1235,16 @@ def _form_batch(d, st, i, t):
         free = float(max(d.hbm_blocks - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
         st.gi[G_QSTEP] += 1
         step = st.gi[G_QSTEP]
-    while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.max_num_seqs:
-        r = _next_candidate(d, st, i, t, free, step)
+    while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.max_num_seqs and not preempted:
+        r = _next_candidate(d, st, i, t, free, step, budget)
         if r < 0:
             break  # FCFS: the head did not fit and the KV state has not changed; ranked: none left
-        ok, ready = _admit(d, st, i, r, t)
+        ok, ready = _admit(d, st, i, r, t, budget)
         if not ok:
             if fcfs:
                 st.ii[i, II_BLOCKED_BY] = r
                 st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
+                st.ipre[i, IP_BBUDGET] = budget
                 break
             st.qmark[r, QM_TRIED] = step
             st.qmark[r, QM_FAILED] = st.ii[i, II_KV_VERSION]
@@ -1061,6 +1301,11 @@ def _form_batch(d, st, i, t):
             base += saved * d.kv_bytes_per_token / d.pcie_bw
         st.fi[i, FI_BASE] = base
         k_run = st.dheap[i, 0] // d.n - st.ii[i, II_ITER]
+        if d.incremental:  # stop before an iteration that needs a block (or after one that preempted)
+            if st.ipre[i, IP_AHEAPN] > 0:
+                k_run = min(k_run, st.aheap[i, 0] // d.n - st.ii[i, II_ITER])
+            if preempted:
+                k_run = 1
     st.fi[i, FI_FORM] = t
     st.fi[i, FI_T0] = t + wait
     if k_run > 1 and st.ii[i, II_NLOAD] > 0:
@@ -1118,11 +1363,12 @@ def _end_run(d, st, i, t):
         st.ii[i, II_STAT_PREFILL] += c
         _set_queued(d, st, i, r, st.ri[r, RI_REM])
         if st.ri[r, RI_REM] == 0:
-            st.rf[r, RF_FIRST] = t
+            if st.pre[r, P_KEPT] == 0:
+                st.rf[r, RF_FIRST] = t
             st.ii[i, II_CTX] += 1
             _cache_prompt(d, st, i, r, t)
             _list_remove(st, i, II_PHEAD, II_PTAIL, r)
-            if role == PREFILL_ROLE or d.n_out[r] == 1:
+            if role == PREFILL_ROLE or st.pre[r, P_KEPT] + 1 == d.n_out[r]:
                 leave[n_leave] = r
                 n_leave += 1
             else:
@@ -1140,7 +1386,7 @@ def _end_run(d, st, i, t):
     n_hand = 0
     for k in range(n_leave):
         r = leave[k]
-        generated = 1 if st.ri[r, RI_STATE] != DECODE else d.n_out[r]
+        generated = st.pre[r, P_KEPT] + 1 if st.ri[r, RI_STATE] != DECODE else d.n_out[r]
         _release(d, st, i, r, generated, t)
         if role == PREFILL_ROLE and d.n_out[r] > 1:
             st.handoff[n_hand] = r
@@ -1322,7 +1568,7 @@ def _make_data(inp: EngineInput) -> EngineData:
         node_of=inp.node_of, node_bw=inp.node_bw,
         sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
         hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
-        dmask=int(dsize_shift[2]))
+        dmask=int(dsize_shift[2]), incremental=bool(inp.incremental))
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1386,7 +1632,9 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         qmark=np.full((n, 2), -1, dtype=np.int64), tr_rem=np.zeros(n_tr), tr_rate=np.zeros(n_tr),
         tr_bytes=np.zeros(n if inp.conn else 1), tr_node=np.zeros(n_tr, dtype=np.int64),
         tr_prev=np.full(n_tr, -1, dtype=np.int64), tr_next=np.full(n_tr, -1, dtype=np.int64),
-        node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64))
+        node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64), pre=np.zeros((n, 3), dtype=np.int64),
+        ipre=np.zeros((m, 4), dtype=np.int64),
+        aheap=np.zeros((m, inp.max_num_seqs if inp.incremental else 1), dtype=np.int64))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
@@ -1404,7 +1652,8 @@ def _raw(inp: EngineInput, st: EngineState) -> RawRun:
         inst_dram_read=fi[:, FI_DRAMR].copy(), inst_global_read=fi[:, FI_GLOBR].copy(),
         inst_pd_read=fi[:, FI_PDR].copy(), global_write=float(st.gf[GF_WRITE]),
         end_time=float(st.gf[GF_NOW]), timeseries=st.ts[:, :ii[0, II_SAMPLED]].copy(),
-        sample_dt=float(st.gf[GF_SAMPLE_DT]))
+        sample_dt=float(st.gf[GF_SAMPLE_DT]), preemptions=st.pre[:, P_COUNT].copy(),
+        inst_preemptions=st.ipre[:, IP_PREEMPT].copy())
 
 
 def state_bytes(inp: EngineInput) -> int:

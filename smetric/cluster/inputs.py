@@ -94,6 +94,8 @@ class EngineInput:
     # time series (smetric.cluster.sampling: the spacing doubles until the samples cover the run)
     sample_dt: float           # initial spacing (s)
     n_samples: int             # sample slots per instance (>= 2)
+    # KV allocation (ClusterConfig.kv_allocation): False = reserve prompt + output at admission
+    incremental: bool = False
 
     @property
     def n(self) -> int:
@@ -254,7 +256,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         node_bw=node_bw, coef=hw.coef_array, l_eq=float(hw.l_eq),
         pid=spec.pid, params=pvec, state=pstate, rand=rand, queue=cluster.queue.vector(),
         decode_est=decode_estimates(hw.coef_array, wl.input_len, n_out),
-        sample_dt=sample_dt, n_samples=int(n_samples),
+        sample_dt=sample_dt, n_samples=int(n_samples), incremental=cluster.kv_allocation == "incremental",
     )
 
 

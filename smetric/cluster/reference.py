@@ -52,6 +52,8 @@ class _Req:
         self.reply_tok = [int(x) for x in inp.reply_tokens[inp.reply_offsets[row]:inp.reply_offsets[row + 1]]]
         self.tail = (int(inp.tail_pos[row]), int(inp.tail_id[row]), int(inp.tail_tok[row]))
         self.contrib = (0, 0.0, 0.0)  # its share of the queued-prefill aggregates
+        self.kept = 0           # tokens generated before its last preemption (recomputed with the prompt)
+        self.preemptions = 0
 
 
 class _Inst:
@@ -80,7 +82,7 @@ class _Inst:
         self.q_tok, self.q_cost, self.q_attn = 0, 0.0, 0.0
         self.ctx = 0
         self.stats = dict(prefill=0, decode=0, iterations=0, busy=0.0, routed=0, kv_peak=0,
-                          dram_read=0.0, global_read=0.0, pd_read=0.0)
+                          dram_read=0.0, global_read=0.0, pd_read=0.0, preemptions=0)
 
     @property
     def pinned(self) -> int:
@@ -115,7 +117,7 @@ class _Reference:
                         arrival=np.full(n, np.nan), admit=np.full(n, np.nan), first_token=np.full(n, np.nan),
                         finish=np.full(n, np.nan), hit_hbm=np.zeros(n, np.int64), hit_dram=np.zeros(n, np.int64),
                         hit_global=np.zeros(n, np.int64), prefill_tokens=np.zeros(n, np.int64),
-                        reason=np.full(n, -1, np.int64))
+                        reason=np.full(n, -1, np.int64), preemptions=np.zeros(n, np.int64))
         self.ts = np.zeros((inp.n_instances, inp.n_samples, N_TS), dtype=np.int64)
         self.t0 = float(inp.arrival[0])
         self.sampled = np.zeros(inp.n_instances, dtype=np.int64)  # samples recorded per instance
@@ -230,8 +232,9 @@ class _Reference:
     def _set_queued(self, inst: _Inst, q: _Req, tok: int) -> None:
         """Set the request's share of the queued-prefill aggregates to ``tok`` remaining tokens."""
         if tok > 0:
-            cost = prefill_time_nb(self.inp.coef, float(tok), float(q.L - tok))
-            attn = float(tok) + float(tok) * (float(q.L) - 0.5 * float(tok)) / self.inp.l_eq
+            n = q.L + q.kept  # a preempted request recomputes its generated tokens with the prompt
+            cost = prefill_time_nb(self.inp.coef, float(tok), float(n - tok))
+            attn = float(tok) + float(tok) * (float(n) - 0.5 * float(tok)) / self.inp.l_eq
         else:
             cost = attn = 0.0
         old_tok, old_cost, old_attn = q.contrib
@@ -256,7 +259,7 @@ class _Reference:
             self.sampled[i] += 1
 
     # ------------------------------------------------------------------ admission
-    def _admit(self, inst: _Inst, q: _Req, t: float) -> float | None:
+    def _admit(self, inst: _Inst, q: _Req, t: float, budget: int) -> float | None:
         """Reserve KV and start the loads; the load's end time, or None if the KV does not fit."""
         inp = self.inp
         if inst.role == "decode":
@@ -274,6 +277,10 @@ class _Reference:
         k1, k2, _, h1, h2, h3 = self._hits(inst, q)
         newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
         need = total - k1
+        if inp.incremental:  # the blocks of what is in KV once it loads, plus the chunk it takes now
+            loading = inp.overlap and not inp.conn and h3 > h1
+            chunk = 0 if loading else min(q.L + q.kept - h3, budget)
+            need = _n_blocks(h3 + chunk, self.block_size) - k1
         if inst.pinned + newly_pinned + inst.private + need > self.hbm_blocks:
             return None
         for b in q.blocks[:k1]:
@@ -291,11 +298,13 @@ class _Reference:
         q.private = need
         q.k1 = k1
         inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
-        self.out["hit_hbm"][q.row], self.out["hit_dram"][q.row], self.out["hit_global"][q.row] = h1, h2 - h1, h3 - h2
-        q.remaining = q.L - h3
+        if q.preemptions == 0:  # hits and admission time are those of the first admission
+            self.out["hit_hbm"][q.row], self.out["hit_dram"][q.row], self.out["hit_global"][q.row] = (
+                h1, h2 - h1, h3 - h2)
+            self.out["admit"][q.row] = t
+        q.remaining = q.L + q.kept - h3
         q.in_kv = h3
         self._set_queued(inst, q, q.remaining)
-        self.out["admit"][q.row] = t
         ready = t
         if h2 - h1 > 0:
             start = max(t, inst.link_dram)
@@ -336,24 +345,37 @@ class _Reference:
                 q.state = PREFILL if q.remaining > 0 else DECODE
         decoding = [r for r in inst.running if self.req[r].state == DECODE]
         budget = inp.max_batched_tokens - len(decoding)
+        n_preempted = inst.stats["preemptions"]
+        if inp.incremental:  # decodes whose next token starts a new block take one, in row order
+            for r in sorted(decoding):
+                q = self.req[r]
+                if q.state == DECODE and _n_blocks(q.L + q.g, self.block_size) > len(q.blocks) + q.private:
+                    self._allocate(inst, q, 1, decoding, t)
+            budget = inp.max_batched_tokens - len(decoding)
         batch = []
-        for r in inst.running:
+        for r in list(inst.running):
             if budget <= 0:
                 break
             q = self.req[r]
             if q.state == PREFILL:
                 c = min(q.remaining, budget)
+                if inp.incremental:
+                    need = _n_blocks(q.in_kv + c, self.block_size) - q.k1 - q.private
+                    if need > 0 and not self._allocate(inst, q, need, decoding, t):
+                        break  # it was preempted itself: it was the last admitted
+                    budget = inp.max_batched_tokens - len(decoding) - sum(x for _, x in batch)
                 batch.append((r, c))
                 budget -= c
+        preempted = inst.stats["preemptions"] > n_preempted
         wait = 0.0
         conn = inp.conn and inst.role != "decode"
         sched = 0.0
         inst.lready = t
-        for r in self._candidates(inst, t):
+        for r in ([] if preempted else self._candidates(inst, t)):  # vLLM admits nobody in a step that preempted
             if budget <= 0 or len(inst.running) >= inp.max_num_seqs:
                 break
             q = self.req[r]
-            ready = self._admit(inst, q, t)
+            ready = self._admit(inst, q, t, budget)
             if ready is None:
                 if self.fcfs:
                     break  # head-of-line blocking
@@ -403,6 +425,61 @@ class _Reference:
         inst.batch = batch
         inst.decoding = decoding
 
+    def _allocate(self, inst: _Inst, q: _Req, m: int, decoding: list[int], t: float) -> bool:
+        """Give ``q`` ``m`` more blocks (evicting LRU cached ones), preempting the most recently admitted
+        running request while they cannot be had; False if ``q`` itself was preempted."""
+        while inst.pinned + inst.private + m > self.hbm_blocks:
+            victim = self.req[inst.running[-1]]
+            self._preempt(inst, victim, decoding, t)
+            if victim is q:
+                return False
+        while len(inst.ref) + inst.private + m > self.hbm_blocks:
+            block, _ = inst.lru.popitem(last=False)
+            del inst.ref[block]
+            self._spill(inst, block)
+        inst.private += m
+        q.private += m
+        inst.stats["kv_peak"] = max(inst.stats["kv_peak"], len(inst.ref) + inst.private)
+        return True
+
+    def _preempt(self, inst: _Inst, q: _Req, decoding: list[int], t: float) -> None:
+        """Recompute preemption: the prompt's blocks wholly in KV stay cached (unpinned), the rest of its KV
+        is freed, and it goes to the front of the waiting queue keeping its generated tokens."""
+        if q.state == DECODE:
+            decoding.remove(q.row)
+            kept = len(q.blocks)
+        elif q.state == PREFILL:
+            kept = q.k1
+            while kept < len(q.blocks) and min((kept + 1) * self.block_size, q.L) <= q.in_kv:
+                b = q.blocks[kept]
+                if b in inst.ref:
+                    if inst.ref[b] == 0:
+                        del inst.lru[b]
+                    inst.ref[b] += 1
+                else:
+                    inst.ref[b] = 1
+                inst.private -= 1
+                q.private -= 1
+                kept += 1
+        else:  # LOADING: its loads are abandoned
+            kept = q.k1
+        for b in reversed(q.blocks[:kept]):
+            inst.ref[b] -= 1
+            if inst.ref[b] == 0:
+                inst.lru[b] = None
+        inst.private -= q.private
+        q.private = 0
+        inst.running.remove(q.row)
+        inst.waiting.insert(0, q.row)
+        q.state = WAITING
+        q.kept = q.g
+        q.preemptions += 1
+        self.out["preemptions"][q.row] += 1
+        inst.stats["preemptions"] += 1
+        if q.contrib[0] == 0:
+            inst.n_queued += 1
+        self._set_queued(inst, q, q.L + q.kept)
+
     def _end_iteration(self, inst: _Inst, t: float) -> None:
         inst.busy = False
         inst.stats["iterations"] += 1
@@ -420,13 +497,14 @@ class _Reference:
             self.out["prefill_tokens"][r] += c
             self._set_queued(inst, q, q.remaining)
             if q.remaining == 0:
-                self.out["first_token"][r] = t
-                q.g = 1
+                if q.kept == 0:
+                    self.out["first_token"][r] = t
+                q.g = q.kept + 1
                 inst.ctx += 1
                 self._cache_prompt(inst, q, t)
                 completed.append(r)
         leavers = [r for r in inst.decoding if self.req[r].g == self.req[r].n_out]
-        leavers += [r for r in completed if inst.role == "prefill" or self.req[r].n_out == 1]
+        leavers += [r for r in completed if inst.role == "prefill" or self.req[r].g == self.req[r].n_out]
         handoffs = []
         for r in sorted(leavers):
             q = self.req[r]
@@ -605,7 +683,8 @@ class _Reference:
             inst_iterations=s["iterations"].astype(np.int64), inst_busy=s["busy"].astype(np.float64),
             inst_routed=s["routed"].astype(np.int64), inst_kv_peak=s["kv_peak"].astype(np.int64),
             inst_dram_read=s["dram_read"].astype(np.float64), inst_global_read=s["global_read"].astype(np.float64),
-            inst_pd_read=s["pd_read"].astype(np.float64), global_write=float(self.global_write),
+            inst_pd_read=s["pd_read"].astype(np.float64), inst_preemptions=s["preemptions"].astype(np.int64),
+            global_write=float(self.global_write),
             end_time=float(self.now), timeseries=self.ts[:, :self.sampled[0]].copy(), sample_dt=self.sample_dt)
 
 

@@ -185,6 +185,9 @@ class SimResult:
             **_session_metrics(rq, self.cluster.queue.l_max),
             "busy_mean": float(busy.mean()),
             "busy_cv": float(busy.std(ddof=0) / busy.mean()) if busy.mean() > 0 else float("nan"),
+            # requests preempted at least once; only where preemption exists (reserve runs keep their columns)
+            **({"n_preempted": int((rq["preemptions"] > 0).sum())}
+               if self.cluster.kv_allocation == "incremental" else {}),
             "wall_time_s": float(self.wall_time),
         }
 
@@ -234,7 +237,8 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
         "finish": raw.finish,
         "ttft": ttft, "tpot": tpot, "input_len": inp.input_len, "output_len": n_out,
         "hit_hbm": raw.hit_hbm, "hit_dram": raw.hit_dram, "hit_global": raw.hit_global, "hit_tokens": hits,
-        "prefill_tokens": raw.prefill_tokens, "ttft_slo": ttft_limit, "ttft_ok": ttft_ok,
+        "prefill_tokens": raw.prefill_tokens, "preemptions": raw.preemptions, "ttft_slo": ttft_limit,
+        "ttft_ok": ttft_ok,
         "tpot_ok": done & (tpot <= cluster.slo.tpot),
         "slo_met": done & ttft_ok & (tpot <= cluster.slo.tpot),
         "status": np.asarray(REASON_NAMES, dtype=object)[raw.reason],
@@ -246,7 +250,7 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     instances = pd.DataFrame({
         "instance": np.arange(inp.n_instances), "role": roles, "routed": raw.inst_routed,
         "prefill_tokens": raw.inst_prefill_tokens, "decode_tokens": raw.inst_decode_tokens, "work": work,
-        "iterations": raw.inst_iterations, "busy_time": raw.inst_busy,
+        "iterations": raw.inst_iterations, "busy_time": raw.inst_busy, "preemptions": raw.inst_preemptions,
         "utilization": raw.inst_busy / window if window > 0 else np.nan,
         "kv_peak_blocks": raw.inst_kv_peak, "kv_capacity_blocks": inp.hbm_blocks,
         "dram_read_bytes": raw.inst_dram_read, "global_read_bytes": raw.inst_global_read,

@@ -48,3 +48,5 @@ class RawRun:
     end_time: float                  # time of the last event
     timeseries: np.ndarray           # [n_instances, k, N_TS] state at t0 + j * sample_dt up to the last event
     sample_dt: float                 # final spacing (s; see smetric.cluster.sampling)
+    preemptions: np.ndarray          # int64 per request: times it was preempted (kv_allocation='incremental')
+    inst_preemptions: np.ndarray     # int64 per instance: preemptions it made
