@@ -27,7 +27,7 @@ from .spec import ExperimentSpec
 __all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "predict", "predict_all"]
 
 QUICK_SCALE = 0.1
-_LAST_SPAN = 1e7  # a placeholder start for stages not yet reached (their requests are cut off)
+_APART = 1e6  # s between stage starts in the generated ladder, before the drained starts replace them
 
 
 def _scaled_load(load: dict, scale: float) -> dict:
@@ -69,18 +69,6 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False):
                          hardware=hardware, **dtypes, **extra)
 
 
-def _stage_starts(load: dict, finished: Sequence[float], interval: float) -> list[float]:
-    """Starts of every stage: the drained ones known so far, then placeholders far beyond them."""
-    starts = [0.0]
-    for end in finished:
-        starts.append(end + interval)
-    last = starts[-1]
-    while len(starts) < len(load["stages"]):
-        last += _LAST_SPAN
-        starts.append(last)
-    return starts
-
-
 def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False) -> pd.DataFrame:
     """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage."""
     from ...cluster.simulate import simulate
@@ -89,26 +77,27 @@ def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False) -> p
     kind, params, seed = spec.workload["kind"], dict(spec.workload["params"]), int(spec.workload["seed"])
     router = spec.routers[label]
     policy, policy_params = router["policy"], dict(router.get("params") or {})
-    hw = harness_workload(kind, params, load, seed)
-    cluster = cluster_for(spec, label, closed=hw.closed)
+    stages = {"arrival": load["arrival"], "stages": load["stages"]}
     if not spec.drain:
-        result = simulate(hw.workload, cluster, policy, policy_params, seed=seed)
+        hw = harness_workload(kind, params, stages, seed)
+        result = simulate(hw.workload, cluster_for(spec, label, closed=hw.closed), policy, policy_params, seed=seed)
         return result.requests.assign(stage=hw.stage)
+    n_stages = len(load["stages"])
+    apart = _APART * np.arange(n_stages)  # stages far apart: no stage's sends can run into the next one's
+    hw = harness_workload(kind, params, stages, seed, stage_starts=list(apart))
+    cluster = cluster_for(spec, label, closed=hw.closed)
     interval = float(spec.load.get("interval_s", 1.0))
-    default = hw.workload.arrival
-    durations = [float(stage["duration"]) for stage in load["stages"]]
-    first = np.concatenate([[0.0], np.cumsum(durations)[:-1]])  # the generator's back-to-back starts
-    finished: list[float] = []
-    for k in range(len(load["stages"])):
-        starts = np.asarray(_stage_starts(load, finished, interval))
-        arrival = default + (starts - first)[hw.stage]
+    starts = np.zeros(n_stages)
+    for k in range(n_stages):
         rows = int(np.searchsorted(hw.stage, k, side="right"))
-        workload = dataclasses.replace(hw.workload, arrival=arrival).head(rows)
-        result = simulate(workload, cluster, policy, policy_params, seed=seed)
+        head = hw.workload.head(rows)
+        arrival = head.arrival + (starts - apart)[hw.stage[:rows]]
+        result = simulate(dataclasses.replace(head, arrival=arrival), cluster, policy, policy_params, seed=seed)
         requests = result.requests.assign(stage=hw.stage[:rows])
-        mine = requests[requests["stage"] == k]
-        ends = mine["finish"].fillna(mine["arrival"])
-        finished.append(float(ends.max()) if len(mine) else float(starts[k]))
+        if k + 1 < n_stages:
+            mine = requests[requests["stage"] == k]
+            end = float(mine["finish"].fillna(mine["arrival"]).max()) if len(mine) else starts[k]
+            starts[k + 1] = end + interval
     return requests
 
 

@@ -1,0 +1,158 @@
+"""``smetric validate``: the shipped specs, spec checks (file, key, reason), metric definitions, drained ladders."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from smetric.cli import main
+from smetric.experiments.realcluster import scoring
+from smetric.experiments.realcluster.metrics import harness_metrics
+from smetric.experiments.realcluster.runner import replay_router
+from smetric.experiments.realcluster.spec import METRICS, SpecError, check_spec, load_spec, load_specs, spec_paths
+
+SHIPPED = spec_paths()
+
+# a small spec in the schema, as someone else would write it: one vLLM instance, two short drained stages
+SMALL = {
+    "name": "small-test",
+    "source": {"repo": "example/repo", "path": "results.md", "commit": "0" * 40, "url": "https://example.org",
+               "note": "hand-made", "harness": "blis"},
+    "cluster": {"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "instances": 1, "kv_tokens": None,
+                "max_num_batched_tokens": 2048, "max_num_seqs": 128, "block_size": 16, "weight_dtype": "bf16",
+                "kv_dtype": "bf16", "cpu_offload": 0, "gpu_memory_utilization": 0.9, "engine": "vllm-0.15.1"},
+    "workload": {"kind": "shared-prefix", "params": {"num_groups": 2, "num_prompts_per_group": 3,
+                                                      "system_prompt_len": 100, "question_len": 200,
+                                                      "output_len": 20, "enable_multi_turn_chat": False},
+                 "seed": 0},
+    "load": {"arrival": "constant", "stages": [{"rate": 4, "duration": 3}, {"rate": 8, "duration": 2}],
+             "measured_stages": "all", "interval_s": 1.0},
+    "routers": {"vllm": {"policy": "round-robin", "params": {}}},
+    "measured": {"vllm": {"e2e_mean_s": 0.5, "ttft_mean_s": 0.03, "itl_mean_s": 0.009}},
+}
+
+
+def _write(tmp_path, doc, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_shipped_specs_load_and_cover_the_reference_experiments():
+    specs = load_specs(SHIPPED)
+    assert len(specs) >= 12
+    families = {s.name.split("-")[0] for s in specs}
+    assert {"llmd", "kubeai", "sglang", "blis"} <= families
+    assert sum(s.name.startswith("blis-") for s in specs) == 9
+    for spec in specs:  # every published number names a metric and a router of its spec
+        assert set(spec.measured) <= set(spec.routers)
+        assert all(m in METRICS for values in spec.measured.values() for m in values)
+
+
+@pytest.mark.parametrize(("edit", "key", "reason"), [
+    (lambda d: d.update(extra=1), "extra", "unknown top-level key"),
+    (lambda d: d.pop("routers"), "<document>.routers", "is missing"),
+    (lambda d: d["cluster"].pop("model"), "cluster.model", "is missing"),
+    (lambda d: d["cluster"].update(model="gpt-9"), "cluster.model", "unknown model"),
+    (lambda d: d["cluster"].update(gpu="z100"), "cluster.gpu", "unknown GPU"),
+    (lambda d: d["cluster"].update(tp=0), "cluster.tp", "must be > 0"),
+    (lambda d: d["cluster"].update(gpu_memory_utilization=1.5), "cluster.gpu_memory_utilization", "(0, 1]"),
+    (lambda d: d["cluster"].update(engine="trt-llm"), "cluster.engine", "unknown engine family"),
+    (lambda d: d["workload"].update(kind="sharegpt"), "workload.kind", "unknown generator"),
+    (lambda d: d["load"].update(arrival="burst"), "load.arrival", "must be one of"),
+    (lambda d: d["load"]["stages"][0].update(rate=-1), "load.stages[0].rate", "must be > 0"),
+    (lambda d: d["load"].update(measured_stages=[5]), "load.measured_stages", "not an index"),
+    (lambda d: d["routers"]["vllm"].update(policy="best-router"), "routers.vllm.policy", "unknown policy"),
+    (lambda d: d["routers"]["vllm"].update(params={"no_such": 1}), "routers.vllm.params", "no_such"),
+    (lambda d: d["measured"]["vllm"].update(goodput=1.0), "measured.vllm.goodput", "unknown metric"),
+    (lambda d: d["measured"].update(other={"ttft_mean_s": 1.0}), "measured.other", "is not a router"),
+    (lambda d: d["measured"]["vllm"].update(hit_ratio=1.5), "measured.vllm.hit_ratio", "<= 1"),
+    (lambda d: d["measured"]["vllm"].update(e2e_mean_s="fast"), "measured.vllm.e2e_mean_s", "must be a number"),
+])
+def test_bad_spec_names_file_key_and_reason(tmp_path, edit, key, reason):
+    doc = copy.deepcopy(SMALL)
+    edit(doc)
+    path = _write(tmp_path, doc)
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: {key}: "), text
+    assert reason in text
+
+
+def test_duplicate_names_and_bad_yaml_fail_before_running(tmp_path):
+    a, b = _write(tmp_path, SMALL, "a.yaml"), _write(tmp_path, SMALL, "b.yaml")
+    with pytest.raises(SpecError, match="already used"):
+        load_specs([a, b])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(bad)
+
+
+def test_cli_exits_2_on_a_bad_spec(tmp_path, capsys):
+    doc = copy.deepcopy(SMALL)
+    doc["cluster"]["model"] = "gpt-9"
+    assert main(["validate", str(_write(tmp_path, doc))]) == 2
+    assert "cluster.model" in capsys.readouterr().err
+
+
+def test_a_spec_written_elsewhere_runs_without_code_changes(tmp_path, capsys):
+    path = _write(tmp_path, SMALL)
+    assert main(["validate", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["metric"] for r in rows} == {"e2e_mean_s", "ttft_mean_s", "itl_mean_s"}
+    for r in rows:
+        assert r["predicted"] > 0 and math.isclose(r["rel_error"], r["predicted"] / r["measured"] - 1)
+
+
+def test_drained_stages_start_after_the_previous_stage_finished():
+    spec = check_spec(copy.deepcopy(SMALL))
+    rq = replay_router(spec, "vllm")
+    assert len(rq) == 4 * 3 + 8 * 2 and set(rq["stage"]) == {0, 1}
+    end0 = rq.loc[rq["stage"] == 0, "finish"].max()
+    assert rq.loc[rq["stage"] == 1, "arrival"].min() >= end0 + 1.0 - 1e-9
+    assert (rq["status"] == "completed").all()
+
+
+def _requests(**cols):
+    n = len(cols["arrival"])
+    base = {"input_len": np.full(n, 100), "hit_hbm": np.zeros(n), "hit_dram": np.zeros(n),
+            "status": ["completed"] * n}
+    return pd.DataFrame({**base, **cols})
+
+
+def test_metric_definitions_of_each_harness():
+    rq = _requests(arrival=[0.0, 1.0], first_token=[0.1, 1.3], finish=[1.1, 3.3], output_len=[11, 21],
+                   hit_hbm=[50.0, 0.0])
+    blis = harness_metrics(rq, "blis")
+    e2e, ttft, out = np.mean([1.1, 2.3]), np.mean([0.1, 0.3]), np.mean([11, 21])
+    assert math.isclose(blis["itl_mean_s"], (e2e - ttft) / (out - 1))  # a ratio of means
+    per_token = np.mean([1.0 / 10, 2.0 / 20])
+    assert math.isclose(harness_metrics(rq, "kubeai-chat")["tpot_mean_s"], per_token)
+    assert math.isclose(harness_metrics(rq, "inference-perf")["itl_mean_s"], 0.5 * per_token)  # chunk pairs
+    assert math.isclose(blis["output_tps"], 32 / 3.3) and math.isclose(blis["request_tps"], 2 / 3.3)
+    assert math.isclose(blis["total_tps"], (32 + 200) / 3.3)
+    assert math.isclose(blis["hit_ratio"], 50 / 200) and blis["success_ratio"] == 1.0
+    failed = rq.assign(status=["completed", "rejected"])
+    assert harness_metrics(failed, "blis")["success_ratio"] == 0.5
+
+
+def test_targets_ranking_and_ratios():
+    spec_like = pd.DataFrame([
+        {"experiment": "e", "router": r, "baseline": "b", "harness": "x", "metric": "output_tps",
+         "measured": m, "predicted": p, "rel_error": p / m - 1, "blis_error": np.nan}
+        for r, m, p in (("a", 200.0, 150.0), ("b", 100.0, 100.0), ("c", 50.0, 120.0))])
+    rank = scoring.ranking_table(spec_like)
+    assert rank["measured_order"].iloc[0] == "a > b > c" and rank["predicted_order"].iloc[0] == "a > c > b"
+    assert math.isclose(rank["kendall_tau"].iloc[0], 1 / 3)
+    ratios = scoring.ratio_table(spec_like).set_index("router")
+    assert math.isclose(ratios.loc["a", "measured_ratio"], 2.0) and math.isclose(ratios.loc["c", "ratio_error"], 1.4)
+    t = scoring.targets(spec_like).set_index("target")
+    assert t.loc["ranking", "verdict"] == "missed" and t.loc["router_ratios", "verdict"] == "missed"
