@@ -13,7 +13,8 @@ import sys
 
 # name -> (module holding register_<name> and run_<name>, one-line help)
 _COMMANDS = {
-    "reproduce": ("smetric.experiments.cli_cmds", "execute the figure notebooks (a plain full run refreshes figures/ and notebooks/)"),
+    "reproduce": ("smetric.experiments.cli_cmds",
+                  "execute the figure notebooks (a plain full run refreshes figures/ and notebooks/)"),
     "characterize": ("smetric.workload.cli_cmds", "reuse, locality and session statistics of a trace"),
     "synth": ("smetric.workload.cli_cmds", "generate synthetic agent or chat sessions as a trace file"),
     "perf": ("smetric.hardware.cli_cmds", "predicted time of one engine iteration"),

@@ -66,10 +66,19 @@ def test_the_readme_example_parameter_would_be_rejected_on_fig06():
 
 
 def _readme_commands() -> list[list[str]]:
-    """Every `smetric ...` / `papermill ...` command line quoted in the README (placeholders skipped)."""
+    """Every complete `smetric ...` / `papermill NB.ipynb ...` command line quoted in the README: with a flag,
+    without placeholders (``[...]``, ``NAME``, ``a|b``) or ``--help``."""
     text = (ROOT / "README.md").read_text()
-    lines = re.findall(r"`((?:smetric|papermill) [^`]+)`", text)
-    return [shlex.split(line) for line in lines if "[" not in line.split(" -p ")[0] and "..." not in line]
+    commands = []
+    for line in re.findall(r"`((?:smetric|papermill) [^`]+)`", text):
+        argv = shlex.split(line.replace("\\|", "|"))
+        placeholder = any(a.startswith(("[-", "...")) or a.isupper() or "|" in a or a == "--help" for a in argv)
+        if placeholder or not any(a.startswith("-") for a in argv):
+            continue
+        if argv[0] == "papermill" and not argv[1].endswith(".ipynb"):
+            continue
+        commands.append(argv)
+    return commands
 
 
 def test_readme_commands_parse_and_name_real_parameters():

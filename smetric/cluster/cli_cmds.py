@@ -64,7 +64,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="decode instances with --mode disaggregated (default 0)")
     parser.add_argument("--global-store", metavar="provisioned|none|CAPACITY_GB:BANDWIDTH_GBPS",
                         help="cluster-wide KV store (default none; provisioned with --testbed-defaults)")
-    parser.add_argument("--dram-gb", type=float, default=0.0, help="host-DRAM KV tier per instance (GB, 0 = none)")
+    parser.add_argument("--dram-gb", type=float, default=0.0,
+                        help="host-DRAM KV tier per instance (GB, 0 = none; default 0)")
     parser.add_argument("--no-load-overlap", action="store_true",
                         help="KV loads delay the admitting iteration instead of overlapping with compute")
     parser.add_argument("--kv-connector", metavar="NAME",
@@ -72,7 +73,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                              "--testbed-defaults), lmcache-mooncake, lmcache-mooncake-fast or lmcache-mooncake-slow "
                              "(data/perf/kv_path.json)")
     parser.add_argument("--kv-connector-param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a KV-connector parameter, e.g. layerwise=true or lookup_s=0.01 (repeatable)")
+                        help="a KV-connector parameter, e.g. layerwise=true or lookup_s=0.01 (repeatable; default: the "
+                             "connector's values)")
     parser.add_argument("--no-cache-replies", action="store_true",
                         help="free a reply's KV at finish instead of caching it after the prompt")
     parser.add_argument("--global-store-replies", action="store_true",
@@ -100,7 +102,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
                         help="order in which an instance admits its waiting requests (default fcfs)")
     parser.add_argument("--queue-param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable)")
+                        help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable; default: the "
+                             "discipline's values)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's random draws (default 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs (checked first; "

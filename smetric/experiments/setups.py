@@ -131,7 +131,8 @@ def trace_conversations(name: str):
 
 @lru_cache(maxsize=16)
 def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_instance: float = 45.0,
-                   warmup_minutes: float = WARMUP_MINUTES, preset: str = DEFAULT_WORKLOAD, reference_rpm: float = REFERENCE_RPM,
+                   warmup_minutes: float = WARMUP_MINUTES, preset: str = DEFAULT_WORKLOAD,
+                   reference_rpm: float = REFERENCE_RPM,
                    **overrides) -> Workload:
     """Agent sessions of ``preset`` (one of :data:`WORKLOADS`: a synthetic preset, or a real trace whose
     conversations start at the offered rate) arriving at ``rpm_per_instance × n_instances`` requests per minute.
