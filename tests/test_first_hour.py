@@ -31,7 +31,7 @@ def checkout(tmp_path, monkeypatch):
     """A checkout with one tiny figure notebook that writes its `scale` into the figures directory."""
     monkeypatch.delenv("SMETRIC_QUICK", raising=False)
     monkeypatch.delenv("SMETRIC_FIGURES", raising=False)
-    monkeypatch.delenv("SMETRIC_DASK_SCHEDULER", raising=False)
+    monkeypatch.setenv("SMETRIC_DASK_SCHEDULER", "")  # "" = unset; restored after `smetric reproduce` sets it
     monkeypatch.setenv("SMETRIC_JOBS", "1")
     monkeypatch.setenv("SMETRIC_ROOT", str(tmp_path))
     (tmp_path / "notebooks").mkdir()

@@ -25,7 +25,6 @@ def _parse_params(pairs: list[str], flag: str = "--param") -> dict:
 
 def register_simulate(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric simulate``."""
-    from ..experiments.setups import TESTBEDS
     from ..hardware.efficiency import ATTENTION_CALIBRATIONS
     from ..hardware.perfmodel import DTYPES
     from ..workload.cli_cmds import add_limit_arguments
@@ -35,7 +34,7 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                           "(goodput, throughput, hit ratios, imbalance, SLO attainment, TTFT/TPOT percentiles). "
                           "The plain defaults are a bare cluster (no global store, open replay, the ideal connector, "
                           "whole-block hits, one instance); --testbed-defaults 30b runs the model the figures run on.")
-    parser.add_argument("--testbed-defaults", choices=sorted(TESTBEDS), metavar="TESTBED",
+    parser.add_argument("--testbed-defaults", metavar="30b|235b",
                         help="start from a paper testbed exactly as the figures run it "
                              "(smetric.experiments.setups.paper_cluster: 30b = 32 x qwen3-30b-a3b TP1 on h20, "
                              "235b = 8 x qwen3-235b-a22b TP8 on h20; provisioned global store, closed replay, "
@@ -188,8 +187,11 @@ def _base_fields(args: argparse.Namespace) -> dict:
     """The cluster fields the testbed flags decide: the flag where given, else ``--testbed-defaults``' value
     (``paper_cluster``, exactly what the figures run), else the bare default."""
     if args.testbed_defaults:
-        from ..experiments.setups import paper_cluster
+        from ..experiments.setups import TESTBEDS, paper_cluster  # imported only here: plain runs need no figure code
 
+        if args.testbed_defaults not in TESTBEDS:
+            raise ValueError(f"--testbed-defaults must be one of {', '.join(sorted(TESTBEDS))}, "
+                             f"got {args.testbed_defaults!r}")
         tb = paper_cluster(args.testbed_defaults)  # its store is provisioned: re-provisioned below for a --tp given
         base = {"model": tb.model, "gpu": tb.gpu, "tp": tb.tp, "n_instances": tb.n_instances,
                 "global_store": "provisioned", "replay": tb.replay, "kv_connector": tb.kv_connector.name,
