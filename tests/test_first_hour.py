@@ -102,7 +102,7 @@ def test_readme_perf_and_policies_commands_run(capsys):
             assert main(argv[1:]) == 0, argv
 
 
-# ---- 2. overrides never overwrite the record; 8. no ZMQ warning
+# ---- 2. overrides never overwrite the record
 def test_override_runs_write_build_and_leave_the_record(checkout, capfd):
     committed = (checkout / "notebooks" / "fig90_tiny.ipynb").read_bytes()
     table = rp.reproduce(params={"scale": 3}, progress=False)
@@ -111,7 +111,13 @@ def test_override_runs_write_build_and_leave_the_record(checkout, capfd):
     assert not (checkout / "figures" / "fig90.txt").exists()
     assert (checkout / "notebooks" / "fig90_tiny.ipynb").read_bytes() == committed
     assert "scale 3" in (checkout / "build" / "notebooks" / "fig90_tiny.ipynb").read_text()
-    assert "without encryption" not in capfd.readouterr().err  # kernels on IPC: no TCP warning
+
+
+# ---- 8. no ZMQ warning
+def test_kernels_print_no_tcp_encryption_warning(checkout, capfd):
+    table = rp.reproduce(quick=True, progress=False)
+    assert table["ok"].all(), table["error"].tolist()
+    assert "without encryption" not in capfd.readouterr().err  # kernels on IPC sockets: no TCP, no warning
 
 
 def test_a_plain_full_run_or_update_record_refreshes_the_record(checkout):
