@@ -13,7 +13,8 @@ import sys
 
 # name -> (module holding register_<name> and run_<name>, one-line help)
 _COMMANDS = {
-    "reproduce": ("smetric.experiments.cli_cmds", "execute the figure notebooks and write figures/"),
+    "reproduce": ("smetric.experiments.cli_cmds",
+                  "execute the figure notebooks (a plain full run refreshes figures/ and notebooks/)"),
     "characterize": ("smetric.workload.cli_cmds", "reuse, locality and session statistics of a trace"),
     "synth": ("smetric.workload.cli_cmds", "generate synthetic agent or chat sessions as a trace file"),
     "perf": ("smetric.hardware.cli_cmds", "predicted time of one engine iteration"),
@@ -30,7 +31,7 @@ def _command(name: str, what: str):
 
 def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
     """The parser, with the arguments of the subcommand named in ``argv`` (the others are listed only)."""
-    parser = argparse.ArgumentParser(prog="smetric", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="smetric", description=__doc__.splitlines()[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (_, summary) in _COMMANDS.items():

@@ -48,7 +48,8 @@ def test_characterize_missing_file_exits_nonzero(tmp_path, capsys):
 
 def test_synth_mooncake_then_characterize_meets_every_band(tmp_path, capsys):
     out = tmp_path / "agent.jsonl.gz"
-    assert main(["synth", "--out", str(out), "--format", "mooncake", "--sessions", "3000", "--seed", "0"]) == 0
+    assert main(["synth", "--out", str(out), "--format", "mooncake", "--preset", "long-context", "--sessions", "3000",
+                 "--seed", "0"]) == 0
     assert "3000 sessions" in capsys.readouterr().out
     stats = _characterize_json(capsys, str(out))  # sessions come back inferred from the hashes
     bad = {k: (stats[k], lo, hi) for k, (lo, hi, _) in AGENT_TARGETS.items() if not lo <= stats[k] <= hi}

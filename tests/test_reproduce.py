@@ -32,7 +32,7 @@ def test_reproduce_runs_reports_failures_and_passes_parameters(tmp_path):
               "import json\njson.dump({'scale': scale, 'quick': quick}, open('out.json', 'w'))")
     _notebook(nbdir / "fig91_bad.ipynb", "raise RuntimeError('broken on purpose')")
     assert [p.stem for p in discover(tmp_path, ["fig90"])] == ["fig90_ok"]
-    table = reproduce(params={"scale": 3, "undeclared": 1}, quick=True, root=tmp_path, progress=False)
+    table = reproduce(params={"scale": 3}, quick=True, root=tmp_path, progress=False)
     by = table.set_index("figure")
     assert bool(by.loc["fig90_ok", "ok"]) and not bool(by.loc["fig91_bad", "ok"])
     assert "RuntimeError: broken on purpose" in by.loc["fig91_bad", "error"]
@@ -94,10 +94,3 @@ def test_the_notebooks_sweeps_share_one_cluster(tmp_path, monkeypatch):
     workers = set(a["pids"]) | set(b["pids"])  # one cluster's two processes (a cluster per sweep: three or four)
     assert len(workers) <= 2 and a["kernel"] not in workers and b["kernel"] not in workers
     assert os.environ["SMETRIC_JOBS"] == "2" and "SMETRIC_DASK_SCHEDULER" not in os.environ
-
-
-def test_cli_rejects_both_sweep_targets(capsys):
-    from smetric.cli import main
-
-    assert main(["reproduce", "--sweep-jobs", "2", "--scheduler", "tcp://127.0.0.1:1"]) == 2
-    assert "only one of" in capsys.readouterr().err

@@ -1683,9 +1683,25 @@ def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) ->
 
 
 def ensure_compiled() -> None:
-    """Compile (or load from cache) the engine unless this process already has it."""
+    """Compile (or load from cache) the engine unless this process already has it; a first-time compile (no
+    on-disk cache yet) is announced with one line on stderr, as it takes minutes."""
     if not _run.signatures:
+        if not engine_cached():
+            print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
         compile_engine()
+
+
+#: Printed before a compile without an on-disk cache: 132 s measured on a 2-core machine under load (issue 24).
+COMPILE_MESSAGE = "smetric: compiling the simulation engine with numba (~2 min, once; cached afterwards)"
+
+
+def engine_cached() -> bool:
+    """Whether numba's on-disk cache holds the engine for the current source (its index is present and its
+    source stamp matches), so loading it takes seconds, not minutes."""
+    cache_file = getattr(getattr(_run, "_cache", None), "_cache_file", None)
+    if cache_file is None or not hasattr(cache_file, "_load_index"):
+        return True  # a numba without this cache layout: print nothing rather than guess
+    return bool(cache_file._load_index())  # numba returns {} for a missing or stale index
 
 
 def compile_engine() -> None:

@@ -115,7 +115,7 @@ def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, dict]], 
         if not point["rpm_per_instance"] > 0:
             raise ValueError(f"point {i}: rpm_per_instance must be > 0, got {point['rpm_per_instance']!r}")
     shared = {"cases": dict(cases), "setups": {k: dict(v) for k, v in setups.items()}, "warmup_frac": warmup_frac}
-    frame = sweep(points, _case_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    frame = sweep(points, _case_point, shared=shared, jobs=jobs, on_error="raise")
     frame.insert(len(points[0]) if points else 0, "policy", frame["case"].map(lambda c: cases[c][0]))
     return frame
 

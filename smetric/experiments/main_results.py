@@ -113,7 +113,7 @@ def _point(testbed: str, workload: str, variant: str, policy: str, rpm_per_insta
 
 
 def _run(points: list[dict], setups: dict, warmup_frac: float, jobs: int | None) -> pd.DataFrame:
-    return sweep(points, _point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs, progress=False,
+    return sweep(points, _point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs,
                  on_error="raise")
 
 
@@ -384,7 +384,7 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
                                          preset=workload)) for s in seeds}
     out = sweep([{"policy": p, "seed": int(s)} for s in seeds for p in policies], _latency_point,
                 shared={"workloads": workloads, "cluster": cluster, "warmup_frac": warmup_frac}, jobs=jobs,
-                progress=False, on_error="raise")
+                on_error="raise")
     out.insert(0, "testbed", testbed)
     out.insert(1, "workload", trace if trace is not None else workload)
     out.insert(3, "rpm_per_instance", rpm)

@@ -139,7 +139,7 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
     shared = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
               "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay},
               **_workload_args(workload, trace, max(rpms))}
-    return sweep(grid, offered_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    return sweep(grid, offered_point, shared=shared, jobs=jobs, on_error="raise")
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
@@ -262,7 +262,7 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
               "minutes": minutes, "warmup_frac": warmup_frac,
               "cluster_overrides": {"replay": replay, "kv_connector": kv_connector},
               **_workload_args(workload, trace, rpm_per_instance)}
-    frame = sweep(grid, _store_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    frame = sweep(grid, _store_point, shared=shared, jobs=jobs, on_error="raise")
     frame.insert(0, "rpm_per_instance", float(rpm_per_instance))
     return frame
 
@@ -380,7 +380,7 @@ def _imbalance_point(policy: str, seed: int, *, rpm_per_instance: float, testbed
         load = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
                               reference_rpm=rpm_per_instance)
     cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
-    result = simulate(load, cluster, policy, load=1.0, seed=seed, progress=False, n_samples=n_samples)
+    result = simulate(load, cluster, policy, load=1.0, seed=seed, n_samples=n_samples)
     start = result.warmup_end(warmup_frac)
     end = float(result.requests["scheduled"].max())  # after the last scheduled arrival the cluster only drains
     ts = result.timeseries
@@ -415,7 +415,7 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
               "minutes": minutes, "warmup_frac": warmup_frac, "window_s": float(window_s),
               "n_samples": int(n_samples), "replay": replay, "workload": workload, "trace": trace}
     grid = [{"seed": int(s), "policy": p} for s in seeds for p in policies]
-    frame = sweep(grid, _imbalance_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    frame = sweep(grid, _imbalance_point, shared=shared, jobs=jobs, on_error="raise")
     frame.insert(2, "rpm_per_instance", float(rpm_per_instance))
     return frame
 

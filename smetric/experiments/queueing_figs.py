@@ -157,7 +157,7 @@ def discipline_comparison(loads: Sequence[float] = (36.0, 48.0, 56.0),
             "seed": list(seeds)}
     shared = dict(testbed=testbed, n_instances=n_instances, minutes=minutes, warmup_frac=warmup_frac,
                   workload=workload, trace=trace, reference_rpm=float(max(loads)))
-    return sweep(grid, _queue_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    return sweep(grid, _queue_point, shared=shared, jobs=jobs, on_error="raise")
 
 
 def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequence[float] = (0.0, 1.0, 10.0),
@@ -168,7 +168,7 @@ def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequ
         raise ValueError(f"weights must be >= 0, got alphas {list(alphas)}, gammas {list(gammas)}")
     grid = {"alpha": [float(a) for a in alphas], "gamma": [float(g) for g in gammas], "seed": list(seeds)}
     shared = dict(short_rate=float(short_rate), duration=float(duration), long_every=float(long_every))
-    return sweep(grid, _stream_point, shared=shared, jobs=jobs, progress=False, on_error="raise")
+    return sweep(grid, _stream_point, shared=shared, jobs=jobs, on_error="raise")
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:

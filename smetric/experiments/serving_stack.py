@@ -119,7 +119,7 @@ def _run(stage: str, testbeds: Sequence[str], seeds: Sequence[int], runs: Mappin
                "minutes": float(minutes[tb]), "reference_rpm": float(reference_rpm[tb])}
               for tb in testbeds for s in seeds]
     frame = sweep(points, _point, shared={"warmup_frac": warmup_frac, "workload": workload, "trace": trace},
-                  jobs=jobs, progress=False, on_error="raise")
+                  jobs=jobs, on_error="raise")
     frame = frame.drop(columns=["runs", "n_instances", "minutes", "reference_rpm"])
     frame.insert(0, "stage", stage)
     return frame

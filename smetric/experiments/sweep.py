@@ -24,6 +24,10 @@ once is loaded, not recompiled, by the others.
 Large inputs (workloads, profiles) go in ``shared``: they are scattered to the workers once per
 sweep and handed to ``fn`` as keyword arguments, not re-sent with every point.
 
+Progress: a bar of points done / total with an ETA (``tqdm.auto``: a widget in JupyterLab, text
+on stderr in a terminal), on by default except in quick mode (``SMETRIC_QUICK=1``, which CI and
+nbval use), where it would only clutter the recorded outputs.
+
 A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``, the default): it has
 no rows in the result, and a :class:`PointFailure` with its parameters and traceback is listed in
 ``df.attrs["failures"]`` and announced by a :class:`SweepWarning`. ``on_error="raise"`` stops at
@@ -44,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from ..context import ENV, run_context
 
@@ -216,7 +219,7 @@ def sweep(
     jobs: int | None = None,
     client: Any = None,
     scheduler: str | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     on_error: str = "collect",
 ) -> pd.DataFrame:
     """Evaluate ``fn(**point, **shared)`` over ``grid`` and return one tidy DataFrame in grid order.
@@ -230,7 +233,8 @@ def sweep(
             ``None`` = ``SMETRIC_DASK_SCHEDULER`` / ``SMETRIC_JOBS`` / one worker per core.
         client: an existing ``distributed.Client`` to run on.
         scheduler: address of an existing Dask scheduler, e.g. ``"tcp://10.0.0.5:8786"``.
-        progress: show a progress bar of points done.
+        progress: show a progress bar of points done / total with an ETA; ``None`` (default): on
+            unless the run context is in quick mode.
         on_error: ``"collect"`` failed points into ``df.attrs["failures"]`` (and warn), or
             ``"raise"`` a :class:`SweepError` at the first failure.
 
@@ -248,6 +252,8 @@ def sweep(
         if clash:
             raise ValueError(f"shared names {clash} are also grid parameters")
     kind, target = _resolve_target(jobs, client, scheduler)
+    if progress is None:
+        progress = not run_context().quick
     if not points or (kind == "local" and min(target, len(points)) <= 1):
         outcomes = _run_serial(points, fn, shared, progress, on_error)
     else:
@@ -255,8 +261,17 @@ def sweep(
     return _assemble(points, outcomes)
 
 
-def _progress_bar(n: int, progress: bool) -> tqdm:
-    return tqdm(total=n, desc="sweep", unit="pt", disable=not progress)
+def _progress_bar(n: int, progress: bool):
+    """A bar of ``n`` points: notebook-aware (``tqdm.auto``), plain text where a notebook lacks ipywidgets."""
+    from tqdm import tqdm
+    from tqdm.auto import tqdm as auto_tqdm
+
+    if not progress:
+        return tqdm(total=n, disable=True)
+    try:
+        return auto_tqdm(total=n, desc="sweep", unit="pt")
+    except ImportError:  # tqdm.notebook without ipywidgets
+        return tqdm(total=n, desc="sweep", unit="pt")
 
 
 def _run_serial(points: list[dict], fn: Callable, shared: dict, progress: bool, on_error: str) -> list[_Outcome]:

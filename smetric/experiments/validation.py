@@ -162,7 +162,7 @@ def validation_runs(*, seeds: Sequence[int], lmetric_loads: Sequence[float], var
                                       "policies": tuple(policies), "n_instances": preset_instances,
                                       "minutes": preset_minutes}
     grid = [{"block": b, "preset": p, "seed": int(s)} for (b, p) in plan for s in seeds]
-    return sweep(grid, _seed_runs, shared={"plan": plan, "warmup_frac": warmup_frac}, jobs=jobs, progress=False,
+    return sweep(grid, _seed_runs, shared={"plan": plan, "warmup_frac": warmup_frac}, jobs=jobs,
                  on_error="raise")
 
 

@@ -7,6 +7,8 @@ and one branch in :mod:`smetric.policies.dispatch`.
 
 from __future__ import annotations
 
+import difflib
+
 import pandas as pd
 
 from . import (
@@ -41,7 +43,9 @@ def get(name: str) -> PolicySpec:
     """The spec of a policy by name (``_`` is accepted for ``-``)."""
     key = name.strip().lower().replace("_", "-")
     if key not in _REGISTRY:
-        raise ValueError(f"unknown policy {name!r}; available: {', '.join(sorted(_REGISTRY))}")
+        close = difflib.get_close_matches(key, list(_REGISTRY), n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"unknown policy {name!r}{hint}; available: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[key]
 
 

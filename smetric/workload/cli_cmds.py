@@ -79,19 +79,25 @@ def run_characterize(args: argparse.Namespace) -> int:
 
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
-    from .synthetic import DEFAULT_PRESET, PRESETS
+    from ..experiments.setups import DEFAULT_WORKLOAD, WARMUP_MINUTES
+    from .synthetic import PRESETS
 
     parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "
-                          "or Bailian trace. Without --block-size the format's native block size is used.")
+                          "or Bailian trace. Without --block-size the format's native block size is used. With "
+                          "--duration, sessions start 6 h before the window by default, as in the figures, so the "
+                          "window holds the requested rate.")
     parser.add_argument("--out", required=True, help="output file (.jsonl, or .jsonl.gz for gzip)")
     parser.add_argument("--format", required=True, choices=sorted(WRITERS), help="trace format to write")
-    parser.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
-                        help="session model (default: %(default)s; sources in smetric.workload.synthetic)")
+    parser.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_WORKLOAD,
+                        help="session model (default: %(default)s, the figures' workload; sources in "
+                             "smetric.workload.synthetic)")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--sessions", type=int, help="number of complete sessions (default 2000)")
     size.add_argument("--duration", type=float, help="a time window (s) of steady session arrivals instead")
-    parser.add_argument("--warmup", type=float, default=0.0,
-                        help="with --duration: sessions also start this long before the window (s)")
+    parser.add_argument("--warmup", type=float, default=60.0 * WARMUP_MINUTES,
+                        help="with --duration: sessions also start this long before the window (s; default "
+                             "%(default)g = 6 h, the figures' warm-up: a shorter one leaves the window short of "
+                             "the requested rate; 0 = sessions start in the window)")
     rate = parser.add_mutually_exclusive_group()
     rate.add_argument("--requests-per-minute", type=float,
                       help="target request rate (the paper: 43-48 per minute per instance)")

@@ -128,12 +128,12 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes}
     probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
                    shared={**shared, "starts": {v.workload: _start(p, v.workload) for v in vs}}, jobs=jobs,
-                   progress=False, on_error="raise")
+                   on_error="raise")
     anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
     grids = {key: tuple(a * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers) for key, a in anchors.items()}
     results = sweep([{"variant": v.name, "kind": k, "seed": int(s)} for s in p.seeds for v in vs for k in setups],
                     _measure_point, shared={**shared, "grids": grids, "policies": tuple(p.policies)}, jobs=jobs,
-                    progress=False, on_error="raise")
+                    on_error="raise")
     return judge(results, vs, anchors, p.multipliers)
 
 

@@ -17,7 +17,9 @@ One file per experiment, with exactly these top-level keys (other keys may be ad
   :data:`ENGINE_BEHAVIOURS`.
 * ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names).
 * ``load.arrival``: ``poisson`` | ``constant`` | ``concurrency``; ``stages``: ``[{rate, duration}]`` (requests/s, s)
-  or ``[{concurrency, requests}]``; ``measured_stages``: stage indices the published numbers cover, or ``all``.
+  (or ``[{rate, requests}]``: a request count instead of a duration; ``rate: .inf`` = all at the stage start)
+  or ``[{concurrency, requests}]`` (optional ``rate``: requests are also paced at that rate);
+  ``measured_stages``: stage indices the published numbers cover, or ``all``.
   Optional inside ``load``: ``drain`` (stages run one at a time and wait for the previous stage to finish, as
   inference-perf does; default true for rate stages) and ``interval_s`` (the sleep after a drained stage, default
   1 s = inference-perf's ``load.interval``).
@@ -174,16 +176,21 @@ def _check_load(path, load: Mapping) -> None:
     stages = load["stages"]
     if not isinstance(stages, list) or not stages:
         _fail(path, "load.stages", "must be a non-empty list")
-    keys = ("concurrency", "requests") if load["arrival"] == "concurrency" else ("rate", "duration")
+    keys = ("concurrency", "requests") if load["arrival"] == "concurrency" else ("rate",)
     for k, stage in enumerate(stages):
         _mapping(path, f"load.stages[{k}]", stage)
         _require(path, stage, f"load.stages[{k}]", keys)
         if load["arrival"] == "concurrency":
             for key in keys:
                 _number(path, f"load.stages[{k}].{key}", stage[key], integer=True)
+            continue
+        _number(path, f"load.stages[{k}].rate", stage["rate"], allow_inf=True)
+        if ("duration" in stage) == ("requests" in stage):
+            _fail(path, f"load.stages[{k}]", "needs exactly one of duration (s) and requests")
+        if "duration" in stage:
+            _number(path, f"load.stages[{k}].duration", stage["duration"])
         else:
-            _number(path, f"load.stages[{k}].rate", stage["rate"], allow_inf=True)
-            _number(path, f"load.stages[{k}].duration", stage["duration"], strict=stage["rate"] != math.inf)
+            _number(path, f"load.stages[{k}].requests", stage["requests"], integer=True)
     chosen = load["measured_stages"]
     if chosen != "all":
         if not isinstance(chosen, list) or not chosen:
