@@ -23,7 +23,28 @@ Arrival (router). The policy sees a view of every routable instance (the prefill
 disaggregated), built at the arrival time: prefix hits per tier, queued prefill, counts, KV use and
 the request's estimated cost there (columns ``V_*`` of :mod:`smetric.policies.base`), and returns an
 instance. The request joins that instance's waiting queue (routing order); an idle instance forms a
-batch at once, a busy one considers it at its next iteration end.
+batch at once, a busy one considers it at its next iteration end. What the view holds, and as of
+when, is the router information model below (exact with ``RouterInfo()``).
+
+Router information (:class:`smetric.cluster.router_info.RouterInfo`). Request ``r`` is routed by replica
+``k(r)`` of ``K`` router replicas (``uniform``: drawn per request from a dedicated seeded stream;
+``session``: splitmix64 of the dense session index mod ``K``); each replica has its own policy state
+vector (router-side indexes live there). ``V_IN_FLIGHT`` is replica-local: the requests ``k`` routed to
+the instance that have not left it (a finish, or a disaggregated hand-off), counted at dispatch and at
+that release (``K = 1``: the exact count). With ``refresh_s = R > 0`` the columns ``V_QUEUED_TOKENS/COST/
+ATTN``, ``V_N_RUNNING``, ``V_N_WAITING`` and ``V_CONTEXT_TOKENS`` are those of a snapshot taken at the
+boundaries ``b = j R`` (absolute time): the state after every event before ``b`` (an event at exactly ``b``
+comes after it), taken lazily before the first event at or after ``b`` -- no extra events; the state
+between events is constant, so this is the state at ``b`` itself; boundaries without an event in between
+collapse into one. ``kv_refresh_s`` does the same for ``V_KV_USED`` on its own grid. One snapshot is
+shared by all replicas (real replicas scrape on their own phases: an approximation). With
+``kv_event_delay_s = D > 0`` the hit columns count block ``j`` of the prompt as seen in a tier iff it is
+there now and entered it (inserted into HBM at prefill completion or reply caching, spilled into
+DRAM, written into the store; a touch or a share keeps the entry time) at or before ``t - D``; the
+router's ``k1, k2, k3`` are the leading blocks seen in HBM; in HBM or DRAM; in HBM, DRAM or the store,
+with the partial-tail rule applied to the tiers in which the tail is seen. Evictions are seen at once
+(an approximation: real KV-event streams deliver removals late too). The engine's own queued-prefill
+accounting (below) keeps the real routing-time hit; ``V_REQ_COST`` uses the router's hits.
 
 Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` = leading blocks in
 HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
