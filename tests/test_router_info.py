@@ -155,3 +155,42 @@ def test_as_deployed_llmd_is_the_50ms_scrape():
 def test_cluster_config_rejects_a_non_router_info():
     with pytest.raises(ValueError, match="router"):
         small_cluster(router={"refresh_s": 1.0})
+
+
+def _cli_args(*extra):
+    import argparse
+
+    from smetric.cluster.cli_cmds import register_simulate
+
+    parser = argparse.ArgumentParser()
+    register_simulate(parser)
+    return parser.parse_args(["--trace", "x", "--model", "m", "--gpu", "g", *extra])
+
+
+def test_cli_router_flags_build_the_router_info():
+    from smetric.cluster.cli_cmds import _router_info
+
+    assert _router_info(_cli_args("--policy", "llm-d")) == RouterInfo()
+    info = _router_info(_cli_args("--policy", "llm_d", "--as-deployed", "--router-replicas", "4",
+                                  "--replica-assignment", "session", "--kv-event-delay", "0"))
+    assert info == RouterInfo(refresh_s=0.05, kv_refresh_s=0.05, kv_event_delay_s=0.0, router_replicas=4,
+                              replica_assignment="session")
+    assert _router_info(_cli_args("--policy", "smetric", "--router-refresh", "0.1")).refresh_s == 0.1
+
+
+def test_cli_simulate_runs_with_every_router_flag(tmp_path, capsys):
+    import json
+
+    from smetric.cli import main
+
+    rows = [(0, 2000, 20, [0, 1, 2, 3]), (30, 1800, 10, [0, 5, 6, 7]), (60, 2600, 30, [0, 1, 2, 3, 8, 9])]
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("\n".join(json.dumps({"timestamp": t, "input_length": n, "output_length": o, "hash_ids": h})
+                              for t, n, o, h in rows) + "\n")
+    args = ["simulate", "--trace", str(path), "--model", "llama-3-8b", "--gpu", "a100", "--policy", "llm-d",
+            "--instances", "2", "--router-refresh", "0.05", "--kv-refresh", "0.05", "--kv-event-delay", "0.05",
+            "--router-replicas", "2", "--replica-assignment", "uniform", "--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["n_completed"] == 3
+    assert main(args[:-1] + ["--router-replicas", "0"]) == 2
+    assert "router_replicas" in capsys.readouterr().err
