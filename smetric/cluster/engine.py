@@ -1218,7 +1218,8 @@ def _hand_over(d, st, src, n_hand, t):
 @njit(cache=True, _nrt=False)
 def _refresh(d, st, t):
     """Take the router snapshots whose period boundary ``b <= t`` passed since the last event: the state
-    after every event before ``b`` (called before the engine processes an event at ``t``)."""
+    after every event before ``b`` (called before the engine processes an event at ``t``). ``st.rnext``
+    holds the next boundary of each grid (inf when that refresh is off)."""
     if d.refresh_s > 0.0 and t >= st.rnext[0]:
         b, st.rnext[0] = refresh_period(t, d.refresh_s)
         for i in range(d.n_routable):
@@ -1390,7 +1391,8 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
-            _refresh(d, st, ti)
+            if ti >= st.rnext[0] or ti >= st.rnext[1]:
+                _refresh(d, st, ti)
             if i == d.n_instances:
                 _pool_event(d, st, ti)
                 continue
@@ -1405,7 +1407,8 @@ def _run(d, st, max_arrivals):
             if ta < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ta
-            _refresh(d, st, ta)
+            if ta >= st.rnext[0] or ta >= st.rnext[1]:
+                _refresh(d, st, ta)
             r = _ah_pop(st)
             _arrive(d, st, r, ta)
             handled += 1
@@ -1511,7 +1514,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         tr_bytes=np.zeros(n if inp.conn else 1), tr_node=np.zeros(n_tr, dtype=np.int64),
         tr_prev=np.full(n_tr, -1, dtype=np.int64), tr_next=np.full(n_tr, -1, dtype=np.int64),
         node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64),
-        snap=np.zeros((inp.n_routable, pb.N_VIEW)), rnext=np.full(2, -np.inf),
+        snap=np.zeros((inp.n_routable, pb.N_VIEW)), rnext=np.array([-np.inf if inp.refresh_s > 0 else np.inf, -np.inf if inp.kv_refresh_s > 0 else np.inf]),
         rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
         hent=np.zeros((m, d.hbm_blocks) if delay else (1, 1)),
         dent=np.zeros((m, dslots) if delay and d.dram_slots else (1, 1)),
