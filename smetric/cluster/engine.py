@@ -243,14 +243,14 @@ EngineData = namedtuple("EngineData", [
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask",
-    "refresh_s", "kv_refresh_s", "kv_delay", "replica"])
+    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt",
-    "snap", "rnext", "rinf", "hent", "dent", "gent"])
+    "snap", "rinf", "seen"])
 
 
 # ====================================================================== small helpers
@@ -557,7 +557,7 @@ def _dram_spill(d, st, i, block):
     ds[DS_BLOCK, s] = block
     h_insert(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block, s)
     if d.kv_delay > 0.0:
-        st.dent[i, s] = st.gf[GF_NOW]
+        st.seen[d.seen_dram + i * d.dram_slots + s] = st.gf[GF_NOW]
     lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
     st.ii[i, II_DSIZE] += 1
 
@@ -592,7 +592,7 @@ def _hbm_insert_pinned(d, st, i, block):
     hs[HS_NEXT, slot] = -1
     h_insert(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block, slot)
     if d.kv_delay > 0.0:
-        st.hent[i, slot] = st.gf[GF_NOW]
+        st.seen[i * d.hbm_blocks + slot] = st.gf[GF_NOW]
     st.ii[i, II_CACHED] += 1
     st.ii[i, II_PINNED] += 1
 
@@ -619,7 +619,7 @@ def _global_put(d, st, b, tokens):
         return 0.0
     st.g_in[b] = 1
     if d.kv_delay > 0.0:
-        st.gent[b] = st.gf[GF_NOW]
+        st.seen[d.seen_glob + b] = st.gf[GF_NOW]
     lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
     st.gi[G_SIZE] += 1
     while st.gi[G_SIZE] > d.global_slots:
@@ -1218,10 +1218,10 @@ def _hand_over(d, st, src, n_hand, t):
 @njit(cache=True, _nrt=False)
 def _refresh(d, st, t):
     """Take the router snapshots whose period boundary ``b <= t`` passed since the last event: the state
-    after every event before ``b`` (called before the engine processes an event at ``t``). ``st.rnext``
-    holds the next boundary of each grid (inf when that refresh is off)."""
-    if d.refresh_s > 0.0 and t >= st.rnext[0]:
-        b, st.rnext[0] = refresh_period(t, d.refresh_s)
+    after every event before ``b`` (called before the engine processes an event at ``t``). ``st.snap``'s
+    last row holds the next boundary of each grid (inf when that refresh is off)."""
+    if d.refresh_s > 0.0 and t >= st.snap[d.n_routable, 0]:
+        b, st.snap[d.n_routable, 0] = refresh_period(t, d.refresh_s)
         for i in range(d.n_routable):
             ctx = st.ii[i, II_CTX]
             if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
@@ -1235,8 +1235,8 @@ def _refresh(d, st, t):
             st.snap[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
             st.snap[i, pb.V_CONTEXT_TOKENS] = ctx
             st.snap[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
-    if d.kv_refresh_s > 0.0 and t >= st.rnext[1]:
-        _, st.rnext[1] = refresh_period(t, d.kv_refresh_s)
+    if d.kv_refresh_s > 0.0 and t >= st.snap[d.n_routable, 1]:
+        _, st.snap[d.n_routable, 1] = refresh_period(t, d.kv_refresh_s)
         for i in range(d.n_routable):
             st.snap[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
 
@@ -1246,12 +1246,12 @@ def _seen(d, st, i, b, cut):
     """Tier in which the router sees block ``b`` on instance ``i`` (0 HBM, 1 DRAM, 2 store, 3 none):
     present now and entered it at or before ``cut``."""
     s = _hbm_slot(d, st, i, b)
-    if s >= 0 and st.hent[i, s] <= cut:
+    if s >= 0 and st.seen[i * d.hbm_blocks + s] <= cut:
         return 0
     s = _dram_slot(d, st, i, b)
-    if s >= 0 and st.dent[i, s] <= cut:
+    if s >= 0 and st.seen[d.seen_dram + i * d.dram_slots + s] <= cut:
         return 1
-    if d.global_slots > 0 and st.g_in[b] != 0 and st.gent[b] <= cut:
+    if d.global_slots > 0 and st.g_in[b] != 0 and st.seen[d.seen_glob + b] <= cut:
         return 2
     return 3
 
@@ -1391,7 +1391,7 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
-            if ti >= st.rnext[0] or ti >= st.rnext[1]:
+            if ti >= st.snap[d.n_routable, 0] or ti >= st.snap[d.n_routable, 1]:
                 _refresh(d, st, ti)
             if i == d.n_instances:
                 _pool_event(d, st, ti)
@@ -1407,7 +1407,7 @@ def _run(d, st, max_arrivals):
             if ta < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ta
-            if ta >= st.rnext[0] or ta >= st.rnext[1]:
+            if ta >= st.snap[d.n_routable, 0] or ta >= st.snap[d.n_routable, 1]:
                 _refresh(d, st, ta)
             r = _ah_pop(st)
             _arrive(d, st, r, ta)
@@ -1427,6 +1427,7 @@ def _make_data(inp: EngineInput) -> EngineData:
     d_cap = min(inp.dram_blocks, inp.n_unique)
     dsize_shift = new_table(1, max(d_cap, 1))
     gcap = 0 if inp.global_blocks == 0 else min(inp.global_blocks, UNLIMITED)
+    hbm = int(inp.hbm_blocks)  # st.seen: entry times of HBM slots, then DRAM slots, then store blocks (KV events)
     return EngineData(
         arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
@@ -1448,7 +1449,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
         dmask=int(dsize_shift[2]), refresh_s=float(inp.refresh_s), kv_refresh_s=float(inp.kv_refresh_s),
         kv_delay=float(inp.kv_event_delay_s),
-        replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64))
+        replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
+        seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)))
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1478,6 +1480,9 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.dram_slots else 1, 1))
     u = max(inp.n_unique, 1) if inp.global_blocks else 1
     delay = inp.kv_event_delay_s > 0.0
+    snap = np.zeros((inp.n_routable + 1, pb.N_VIEW))  # the router's snapshot; last row: next boundaries
+    snap[inp.n_routable, 0] = -np.inf if inp.refresh_s > 0 else np.inf
+    snap[inp.n_routable, 1] = -np.inf if inp.kv_refresh_s > 0 else np.inf
     gi = np.zeros(N_GI, dtype=np.int64)
     gi[G_HEAD] = gi[G_TAIL] = -1
     gi[G_PHEAD] = gi[G_PTAIL] = gi[G_PNEXT] = -1
@@ -1514,11 +1519,8 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         tr_bytes=np.zeros(n if inp.conn else 1), tr_node=np.zeros(n_tr, dtype=np.int64),
         tr_prev=np.full(n_tr, -1, dtype=np.int64), tr_next=np.full(n_tr, -1, dtype=np.int64),
         node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64),
-        snap=np.zeros((inp.n_routable, pb.N_VIEW)), rnext=np.array([-np.inf if inp.refresh_s > 0 else np.inf, -np.inf if inp.kv_refresh_s > 0 else np.inf]),
-        rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
-        hent=np.zeros((m, d.hbm_blocks) if delay else (1, 1)),
-        dent=np.zeros((m, dslots) if delay and d.dram_slots else (1, 1)),
-        gent=np.zeros(u if delay else 1))
+        snap=snap, rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
+        seen=np.zeros(d.seen_glob + u if delay else 1))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
