@@ -243,7 +243,7 @@ EngineData = namedtuple("EngineData", [
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask",
-    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob"])
+    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
@@ -1391,7 +1391,7 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
-            if ti >= st.snap[d.n_routable, 0] or ti >= st.snap[d.n_routable, 1]:
+            if d.router_clock:
                 _refresh(d, st, ti)
             if i == d.n_instances:
                 _pool_event(d, st, ti)
@@ -1407,7 +1407,7 @@ def _run(d, st, max_arrivals):
             if ta < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ta
-            if ta >= st.snap[d.n_routable, 0] or ta >= st.snap[d.n_routable, 1]:
+            if d.router_clock:
                 _refresh(d, st, ta)
             r = _ah_pop(st)
             _arrive(d, st, r, ta)
@@ -1450,7 +1450,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         dmask=int(dsize_shift[2]), refresh_s=float(inp.refresh_s), kv_refresh_s=float(inp.kv_refresh_s),
         kv_delay=float(inp.kv_event_delay_s),
         replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
-        seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)))
+        seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
+        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0))
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
