@@ -90,3 +90,15 @@ def small_cluster(kv_tokens: int = 200_000, **kw) -> ClusterConfig:
 def store(capacity_gb: float = float("inf"), bandwidth_gbs: float = 20.0, latency_s: float = 1e-3) -> GlobalStore:
     """A global store for tests."""
     return GlobalStore(capacity_gb=capacity_gb, bandwidth_gbs=bandwidth_gbs, latency_s=latency_s)
+
+
+def router_infos():
+    """Hypothesis strategy: router information models with every mechanism possibly on."""
+    from hypothesis import strategies as st
+
+    from smetric.cluster.router_info import ASSIGNMENTS, RouterInfo
+
+    interval = st.sampled_from([0.0, 0.01, 0.05, 0.3])
+    return st.builds(RouterInfo, refresh_s=interval, kv_refresh_s=interval,
+                     kv_event_delay_s=st.sampled_from([0.0, 0.02, 0.2]), router_replicas=st.integers(1, 3),
+                     replica_assignment=st.sampled_from(ASSIGNMENTS))

@@ -9,6 +9,7 @@ import sys
 
 from .config import KV_ALLOCATIONS, REPLAYS
 from .queueing import DISCIPLINES
+from .router_info import ASSIGNMENTS
 
 _INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_rejected", "n_sessions", "n_sessions_completed")
 
@@ -107,12 +108,42 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable; default: the "
                              "discipline's values)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's random draws (default 0)")
+    parser.add_argument("--router-refresh", type=float, metavar="S",
+                        help="seconds between the router's snapshots of engine state (queue, counts, context); "
+                             "default 0 = exact")
+    parser.add_argument("--kv-refresh", type=float, metavar="S",
+                        help="seconds between the router's snapshots of KV utilisation; default 0 = exact")
+    parser.add_argument("--kv-event-delay", type=float, metavar="S",
+                        help="seconds before a newly cached block is visible to the router's prefix hits "
+                             "(KV events; evictions are seen at once); default 0")
+    parser.add_argument("--router-replicas", type=int, metavar="K",
+                        help="router replicas, each with its own in-flight counters and policy state; default 1")
+    parser.add_argument("--replica-assignment", choices=ASSIGNMENTS,
+                        help="how requests are spread over router replicas: uniform (seeded draw) or session "
+                             "(hash of the session); default uniform")
+    parser.add_argument("--as-deployed", action="store_true",
+                        help="start from the policy's sourced 'as deployed' information model "
+                             "(data/routers/as_deployed.json); the flags above override its fields")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs (checked first; "
                                       "default: none written)")
     add_limit_arguments(parser)
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar (default: on for runs of >= 100,000 requests)")
+
+
+def _router_info(args: argparse.Namespace):
+    """The RouterInfo of the router flags (over the policy's 'as deployed' entry with ``--as-deployed``)."""
+    import dataclasses
+
+    from ..policies import registry
+    from .router_info import RouterInfo
+
+    base = RouterInfo.as_deployed(registry.get(args.policy).name) if args.as_deployed else RouterInfo()
+    given = {"refresh_s": args.router_refresh, "kv_refresh_s": args.kv_refresh,
+             "kv_event_delay_s": args.kv_event_delay, "router_replicas": args.router_replicas,
+             "replica_assignment": args.replica_assignment}
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -182,6 +213,7 @@ def cluster_from_args(args: argparse.Namespace):
         cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
         hit_granularity=base["hit_granularity"], weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
         attention_calibration=args.attention_calibration, kv_allocation=args.kv_allocation,
+        router=_router_info(args),
         kv_connector=KVConnector.parse(base["kv_connector"],
                                        _parse_params(args.kv_connector_param, "--kv-connector-param")))
 

@@ -21,6 +21,7 @@ from ..hardware.efficiency import ATTENTION_CALIBRATIONS
 from ..hardware.perfmodel import DTYPES
 from .connector import KVConnector
 from .queueing import QueueDiscipline
+from .router_info import RouterInfo
 
 __all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB", "KV_ALLOCATIONS"]
 
@@ -243,6 +244,8 @@ class ClusterConfig:
             a running sequence crosses a block boundary, and recompute preemption of the most recently
             admitted running request when a block cannot be had (see the engine docstring). Colocated mode,
             the ``fcfs`` queue and no global store only.
+        router: what the router knows, and when (:class:`~smetric.cluster.router_info.RouterInfo`:
+            refresh intervals, KV-event delay, router replicas); the default is the exact view.
     """
 
     model: str
@@ -273,6 +276,7 @@ class ClusterConfig:
     kv_dtype: str = "bf16"
     attention_calibration: str = "fa3"
     kv_allocation: str = "reserve"
+    router: RouterInfo = RouterInfo()
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -326,6 +330,7 @@ class ClusterConfig:
                      f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
         _require(self.attention_calibration in ATTENTION_CALIBRATIONS,
                  f"attention_calibration must be one of {ATTENTION_CALIBRATIONS}, got {self.attention_calibration!r}")
+        _require(isinstance(self.router, RouterInfo), f"router must be a RouterInfo, got {self.router!r}")
         if self.hardware is not None:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "

@@ -23,7 +23,28 @@ Arrival (router). The policy sees a view of every routable instance (the prefill
 disaggregated), built at the arrival time: prefix hits per tier, queued prefill, counts, KV use and
 the request's estimated cost there (columns ``V_*`` of :mod:`smetric.policies.base`), and returns an
 instance. The request joins that instance's waiting queue (routing order); an idle instance forms a
-batch at once, a busy one considers it at its next iteration end.
+batch at once, a busy one considers it at its next iteration end. What the view holds, and as of
+when, is the router information model below (exact with ``RouterInfo()``).
+
+Router information (:class:`smetric.cluster.router_info.RouterInfo`). Request ``r`` is routed by replica
+``k(r)`` of ``K`` router replicas (``uniform``: drawn per request from a dedicated seeded stream;
+``session``: splitmix64 of the dense session index mod ``K``); each replica has its own policy state
+vector (router-side indexes live there). ``V_IN_FLIGHT`` is replica-local: the requests ``k`` routed to
+the instance that have not left it (a finish, or a disaggregated hand-off), counted at dispatch and at
+that release (``K = 1``: the exact count). With ``refresh_s = R > 0`` the columns ``V_QUEUED_TOKENS/COST/
+ATTN``, ``V_N_RUNNING``, ``V_N_WAITING`` and ``V_CONTEXT_TOKENS`` are those of a snapshot taken at the
+boundaries ``b = j R`` (absolute time): the state after every event before ``b`` (an event at exactly ``b``
+comes after it), taken lazily before the first event at or after ``b`` -- no extra events; the state
+between events is constant, so this is the state at ``b`` itself; boundaries without an event in between
+collapse into one. ``kv_refresh_s`` does the same for ``V_KV_USED`` on its own grid. One snapshot is
+shared by all replicas (real replicas scrape on their own phases: an approximation). With
+``kv_event_delay_s = D > 0`` the hit columns count block ``j`` of the prompt as seen in a tier iff it is
+there now and entered it (inserted into HBM at prefill completion or reply caching, spilled into
+DRAM, written into the store; a touch or a share keeps the entry time) at or before ``t - D``; the
+router's ``k1, k2, k3`` are the leading blocks seen in HBM; in HBM or DRAM; in HBM, DRAM or the store,
+with the partial-tail rule applied to the tiers in which the tail is seen. Evictions are seen at once
+(an approximation: real KV-event streams deliver removals late too). The engine's own queued-prefill
+accounting (below) keeps the real routing-time hit; ``V_REQ_COST`` uses the router's hits.
 
 Prefix hits. ``k1`` = leading prompt blocks in the instance's HBM cache, ``k2`` = leading blocks in
 HBM or its DRAM, ``k3`` = leading blocks in HBM, DRAM or the global store. Token hits are
@@ -196,6 +217,7 @@ from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .queueing import FCFS, N_Q, Q_KIND, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+from .router_info import refresh_period
 from .sampling import halve_samples
 
 __all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
@@ -259,13 +281,15 @@ EngineData = namedtuple("EngineData", [
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
-    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental"])
+    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
+    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
-    "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap"])
+    "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
+    "snap", "rinf", "seen"])
 
 
 # ====================================================================== small helpers
@@ -627,6 +651,8 @@ def _dram_spill(d, st, i, block):
     s = st.dfree[i, st.ii[i, II_DNFREE]]
     ds[DS_BLOCK, s] = block
     h_insert(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block, s)
+    if d.kv_delay > 0.0:
+        st.seen[d.seen_dram + i * d.dram_slots + s] = st.gf[GF_NOW]
     lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
     st.ii[i, II_DSIZE] += 1
 
@@ -660,6 +686,8 @@ def _hbm_insert_pinned(d, st, i, block):
     hs[HS_PREV, slot] = -1
     hs[HS_NEXT, slot] = -1
     h_insert(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block, slot)
+    if d.kv_delay > 0.0:
+        st.seen[i * d.hbm_blocks + slot] = st.gf[GF_NOW]
     st.ii[i, II_CACHED] += 1
     st.ii[i, II_PINNED] += 1
 
@@ -685,6 +713,8 @@ def _global_put(d, st, b, tokens):
         lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
         return 0.0
     st.g_in[b] = 1
+    if d.kv_delay > 0.0:
+        st.seen[d.seen_glob + b] = st.gf[GF_NOW]
     lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
     st.gi[G_SIZE] += 1
     while st.gi[G_SIZE] > d.global_slots:
@@ -928,6 +958,8 @@ def _release(d, st, i, r, generated, t):
     st.ii[i, II_KV_VERSION] += 1
     st.ii[i, II_NRUN] -= 1
     st.ii[i, II_INFLIGHT] -= 1
+    if st.ii[i, II_ROLE] != DECODE_ROLE:
+        st.rinf[d.replica[r], i] -= 1
     st.ii[i, II_CTX] -= d.input_len[r] + generated
     st.ri[r, RI_STATE] = LEFT
 
@@ -1428,6 +1460,76 @@ def _hand_over(d, st, src, n_hand, t):
                 _cut(st, j, t, j > src)
 
 
+# ====================================================================== router information
+@njit(cache=True, _nrt=False)
+def _refresh(d, st, t):
+    """Take the router snapshots whose period boundary ``b <= t`` passed since the last event: the state
+    after every event before ``b`` (called before the engine processes an event at ``t``). ``st.snap``'s
+    last row holds the next boundary of each grid (inf when that refresh is off)."""
+    if d.refresh_s > 0.0 and t >= st.snap[d.n_routable, 0]:
+        b, st.snap[d.n_routable, 0] = refresh_period(t, d.refresh_s)
+        for i in range(d.n_routable):
+            ctx = st.ii[i, II_CTX]
+            if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
+                m = _iters_done(st, i, b, st.ii[i, II_SEGK])
+                if m >= 1 and _boundary(st, i, m) == b:
+                    m -= 1
+                ctx += st.ii[i, II_NDEC] * m
+            st.snap[i, pb.V_QUEUED_TOKENS] = st.ii[i, II_QTOK]
+            st.snap[i, pb.V_QUEUED_COST] = st.fi[i, FI_QCOST]
+            st.snap[i, pb.V_N_RUNNING] = st.ii[i, II_NRUN]
+            st.snap[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
+            st.snap[i, pb.V_CONTEXT_TOKENS] = ctx
+            st.snap[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
+    if d.kv_refresh_s > 0.0 and t >= st.snap[d.n_routable, 1]:
+        _, st.snap[d.n_routable, 1] = refresh_period(t, d.kv_refresh_s)
+        for i in range(d.n_routable):
+            st.snap[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
+
+
+@njit(cache=True, _nrt=False)
+def _seen(d, st, i, b, cut):
+    """Tier in which the router sees block ``b`` on instance ``i`` (0 HBM, 1 DRAM, 2 store, 3 none):
+    present now and entered it at or before ``cut``."""
+    s = _hbm_slot(d, st, i, b)
+    if s >= 0 and st.seen[i * d.hbm_blocks + s] <= cut:
+        return 0
+    s = _dram_slot(d, st, i, b)
+    if s >= 0 and st.seen[d.seen_dram + i * d.dram_slots + s] <= cut:
+        return 1
+    if d.global_slots > 0 and st.g_in[b] != 0 and st.seen[d.seen_glob + b] <= cut:
+        return 2
+    return 3
+
+
+@njit(cache=True, _nrt=False)
+def _seen_hit_tokens(d, st, i, r, blocks, cut):
+    """(h1, h2, h3) as the router sees them through KV events: :func:`_hit_tokens` over the blocks seen."""
+    nb = blocks.shape[0]
+    k1 = 0
+    while k1 < nb and _seen(d, st, i, blocks[k1], cut) <= 0:
+        k1 += 1
+    k2 = k1
+    while k2 < nb and _seen(d, st, i, blocks[k2], cut) <= 1:
+        k2 += 1
+    k3 = k2
+    while k3 < nb and _seen(d, st, i, blocks[k3], cut) <= 2:
+        k3 += 1
+    L = d.input_len[r]
+    h1, h2, h3 = k1 * d.block_size, k2 * d.block_size, k3 * d.block_size
+    tp = d.tail_pos[r]
+    if tp >= 0 and (k1 == tp or k2 == tp or k3 == tp):
+        tier = _seen(d, st, i, d.tail_id[r], cut)
+        tok = d.tail_tok[r]
+        if k1 == tp and tier <= 0:
+            h1 += tok
+        if k2 == tp and tier <= 1:
+            h2 += tok
+        if k3 == tp and tier <= 2:
+            h3 += tok
+    return min(h1, L - 1), min(h2, L - 1), min(h3, L - 1)
+
+
 # ====================================================================== arrivals
 @njit(cache=True, _nrt=False)
 def _build_view(d, st, r, t):
@@ -1438,8 +1540,12 @@ def _build_view(d, st, r, t):
     v = st.vbuf
     cost_hit = -1  # instances mostly share one hit length: reuse the request's cost estimate
     cost = 0.0
+    k = d.replica[r]
     for i in range(d.n_routable):
-        _, _, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+        if d.kv_delay > 0.0:
+            h1, h2, h3 = _seen_hit_tokens(d, st, i, r, blocks, t - d.kv_delay)
+        else:
+            _, _, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
         ctx = st.ii[i, II_CTX]
         if st.ii[i, II_BUSY] == 1 and st.ii[i, II_SEGK] > 1:
             ctx += st.ii[i, II_NDEC] * _iters_done(st, i, t, st.ii[i, II_SEGK])
@@ -1450,7 +1556,7 @@ def _build_view(d, st, r, t):
         v[i, pb.V_QUEUED_COST] = st.fi[i, FI_QCOST]
         v[i, pb.V_N_RUNNING] = st.ii[i, II_NRUN]
         v[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
-        v[i, pb.V_IN_FLIGHT] = st.ii[i, II_INFLIGHT]
+        v[i, pb.V_IN_FLIGHT] = st.rinf[k, i]
         v[i, pb.V_KV_USED] = st.ii[i, II_PINNED] + st.ii[i, II_PRIV]
         v[i, pb.V_KV_CAPACITY] = d.hbm_blocks
         v[i, pb.V_CONTEXT_TOKENS] = ctx
@@ -1459,6 +1565,15 @@ def _build_view(d, st, r, t):
             cost = prefill_time_nb(d.coef, float(L - h3), float(h3))
         v[i, pb.V_REQ_COST] = cost
         v[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
+        if d.refresh_s > 0.0:
+            v[i, pb.V_QUEUED_TOKENS] = st.snap[i, pb.V_QUEUED_TOKENS]
+            v[i, pb.V_QUEUED_COST] = st.snap[i, pb.V_QUEUED_COST]
+            v[i, pb.V_N_RUNNING] = st.snap[i, pb.V_N_RUNNING]
+            v[i, pb.V_N_WAITING] = st.snap[i, pb.V_N_WAITING]
+            v[i, pb.V_CONTEXT_TOKENS] = st.snap[i, pb.V_CONTEXT_TOKENS]
+            v[i, pb.V_QUEUED_ATTN] = st.snap[i, pb.V_QUEUED_ATTN]
+        if d.kv_refresh_s > 0.0:
+            v[i, pb.V_KV_USED] = st.snap[i, pb.V_KV_USED]
 
 
 @njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
@@ -1480,7 +1595,8 @@ def _arrive(d, st, r, t):
     q[pb.R_PRIORITY] = d.priority[r]
     q[pb.R_INDEX] = r
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
-    i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate, d.rand[r])
+    k = d.replica[r]
+    i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate[k], d.rand[r])
     if i < 0 or i >= d.n_routable:
         raise ValueError("the routing policy returned an instance index out of range")
     _sample_until(d, st, i, t)
@@ -1491,10 +1607,14 @@ def _arrive(d, st, r, t):
     _list_append(st, i, II_WHEAD, II_WTAIL, r)
     st.ii[i, II_NWAIT] += 1
     st.ii[i, II_INFLIGHT] += 1
+    st.rinf[k, i] += 1
     st.ii[i, II_CTX] += L
     st.ii[i, II_ROUTED] += 1
     st.ii[i, II_NQUEUED] += 1
-    hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
+    if d.kv_delay > 0.0:  # the engine's own queue accounting uses the real hit, not the router's
+        _, _, _, _, _, hit = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
+    else:
+        hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
     _set_queued(d, st, i, r, L - hit)
     if st.ii[i, II_BUSY] == 0:
         _form_batch(d, st, i, t)
@@ -1517,6 +1637,8 @@ def _run(d, st, max_arrivals):
             if ti < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ti
+            if d.router_clock:
+                _refresh(d, st, ti)
             if i == d.n_instances:
                 _pool_event(d, st, ti)
                 continue
@@ -1531,6 +1653,8 @@ def _run(d, st, max_arrivals):
             if ta < st.gf[GF_NOW]:
                 st.gi[G_CLOCK_BACK] += 1
             st.gf[GF_NOW] = ta
+            if d.router_clock:
+                _refresh(d, st, ta)
             r = _ah_pop(st)
             _arrive(d, st, r, ta)
             handled += 1
@@ -1549,6 +1673,7 @@ def _make_data(inp: EngineInput) -> EngineData:
     d_cap = min(inp.dram_blocks, inp.n_unique)
     dsize_shift = new_table(1, max(d_cap, 1))
     gcap = 0 if inp.global_blocks == 0 else min(inp.global_blocks, UNLIMITED)
+    hbm = int(inp.hbm_blocks)  # st.seen: entry times of HBM slots, then DRAM slots, then store blocks (KV events)
     return EngineData(
         arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
@@ -1568,7 +1693,12 @@ def _make_data(inp: EngineInput) -> EngineData:
         node_of=inp.node_of, node_bw=inp.node_bw,
         sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
         hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
-        dmask=int(dsize_shift[2]), incremental=bool(inp.incremental))
+        dmask=int(dsize_shift[2]), incremental=bool(inp.incremental), refresh_s=float(inp.refresh_s),
+        kv_refresh_s=float(inp.kv_refresh_s),
+        kv_delay=float(inp.kv_event_delay_s),
+        replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
+        seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
+        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0))
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1597,6 +1727,10 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     dslot = np.full((m if d.dram_slots else 1, 3, dslots), -1, dtype=np.int64)
     dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.dram_slots else 1, 1))
     u = max(inp.n_unique, 1) if inp.global_blocks else 1
+    delay = inp.kv_event_delay_s > 0.0
+    snap = np.zeros((inp.n_routable + 1, pb.N_VIEW))  # the router's snapshot; last row: next boundaries
+    snap[inp.n_routable, 0] = -np.inf if inp.refresh_s > 0 else np.inf
+    snap[inp.n_routable, 1] = -np.inf if inp.kv_refresh_s > 0 else np.inf
     gi = np.zeros(N_GI, dtype=np.int64)
     gi[G_HEAD] = gi[G_TAIL] = -1
     gi[G_PHEAD] = gi[G_PTAIL] = gi[G_PNEXT] = -1
@@ -1627,14 +1761,16 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         batch_c=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
         scratch=np.zeros(2 * inp.max_num_seqs + 2, dtype=np.int64),
         handoff=np.zeros(inp.max_num_seqs + 1, dtype=np.int64), mark=np.zeros(m, dtype=np.int8),
-        ts=np.zeros((m, inp.n_samples, N_TS), dtype=np.int64), pstate=inp.state.copy(),
+        ts=np.zeros((m, inp.n_samples, N_TS), dtype=np.int64), pstate=np.tile(inp.state, (inp.n_replicas, 1)),
         vbuf=np.zeros((inp.n_routable, pb.N_VIEW)), reqv=np.zeros(pb.N_REQ),
         qmark=np.full((n, 2), -1, dtype=np.int64), tr_rem=np.zeros(n_tr), tr_rate=np.zeros(n_tr),
         tr_bytes=np.zeros(n if inp.conn else 1), tr_node=np.zeros(n_tr, dtype=np.int64),
         tr_prev=np.full(n_tr, -1, dtype=np.int64), tr_next=np.full(n_tr, -1, dtype=np.int64),
         node_cnt=np.zeros(len(inp.node_bw), dtype=np.int64), pre=np.zeros((n, 3), dtype=np.int64),
         ipre=np.zeros((m, 4), dtype=np.int64),
-        aheap=np.zeros((m, inp.max_num_seqs if inp.incremental else 1), dtype=np.int64))
+        aheap=np.zeros((m, inp.max_num_seqs if inp.incremental else 1), dtype=np.int64),
+        snap=snap, rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
+        seen=np.zeros(d.seen_glob + u if delay else 1))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
@@ -1723,4 +1859,5 @@ _HERE = Path(__file__).resolve()
 refresh_module(sys.modules[__name__], policy_sources() + [_HERE.parents[1] / "hardware" / "kernel.py",
                                                           _HERE.with_name("kvcache.py"),
                                                           _HERE.with_name("queueing.py"),
-                                                          _HERE.with_name("sampling.py"), _HERE])
+                                                          _HERE.with_name("sampling.py"),
+                                                          _HERE.with_name("router_info.py"), _HERE])

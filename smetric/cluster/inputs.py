@@ -19,6 +19,7 @@ from ..policies import registry
 from ..workload.core import Workload, n_blocks_for
 from .config import GB, ClusterConfig, HardwareSpec
 from .queueing import decode_estimates
+from .router_info import replica_of
 
 __all__ = ["EngineInput", "prepare", "UNLIMITED"]
 
@@ -96,6 +97,12 @@ class EngineInput:
     n_samples: int             # sample slots per instance (>= 2)
     # KV allocation (ClusterConfig.kv_allocation): False = reserve prompt + output at admission
     incremental: bool = False
+    # router information model (smetric.cluster.router_info; all 0 and one replica = exact)
+    refresh_s: float = 0.0         # engine-state snapshot interval (s)
+    kv_refresh_s: float = 0.0      # KV-utilisation snapshot interval (s)
+    kv_event_delay_s: float = 0.0  # delay before a block entering a tier is visible to the router (s)
+    n_replicas: int = 1            # router replicas, each with its own counters and policy state
+    replica: np.ndarray | None = None  # int64 [n]: the replica that routes each request (None = all 0)
 
     @property
     def n(self) -> int:
@@ -257,6 +264,9 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         pid=spec.pid, params=pvec, state=pstate, rand=rand, queue=cluster.queue.vector(),
         decode_est=decode_estimates(hw.coef_array, wl.input_len, n_out),
         sample_dt=sample_dt, n_samples=int(n_samples), incremental=cluster.kv_allocation == "incremental",
+        refresh_s=float(cluster.router.refresh_s), kv_refresh_s=float(cluster.router.kv_refresh_s),
+        kv_event_delay_s=float(cluster.router.kv_event_delay_s), n_replicas=int(cluster.router.router_replicas),
+        replica=replica_of(cluster.router, session, seed),
     )
 
 

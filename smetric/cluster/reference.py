@@ -21,6 +21,7 @@ from ..policies.dispatch import route
 from .inputs import EngineInput
 from .queueing import FCFS, Q_KIND, queue_order
 from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
+from .router_info import refresh_period
 from .sampling import halve_samples
 
 __all__ = ["run_reference"]
@@ -81,6 +82,8 @@ class _Inst:
         self.n_queued = 0
         self.q_tok, self.q_cost, self.q_attn = 0, 0.0, 0.0
         self.ctx = 0
+        self.entered: dict[int, float] = {}       # HBM block -> time it entered (KV events)
+        self.dram_entered: dict[int, float] = {}  # DRAM block -> time it entered
         self.stats = dict(prefill=0, decode=0, iterations=0, busy=0.0, routed=0, kv_peak=0,
                           dram_read=0.0, global_read=0.0, pd_read=0.0, preemptions=0)
 
@@ -109,7 +112,12 @@ class _Reference:
         self.transfers: dict[int, list] = {}  # id -> [bytes left, rate, node, load bytes]
         self.pool_time = 0.0
         self.pool_next = (INF, -1)
-        self.state = inp.state.copy()
+        self.state = np.tile(inp.state, (inp.n_replicas, 1))  # one policy state per router replica
+        self.replica = inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64)
+        self.local_inflight = np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64)
+        self.snap = np.zeros((inp.n_routable, pb.N_VIEW))
+        self.next_refresh = [-INF, -INF]
+        self.glob_entered: dict[int, float] = {}
         self.now = -INF
         self.heap: list[tuple[float, int]] = []
         n = inp.n
@@ -148,6 +156,7 @@ class _Reference:
             inst.dram.move_to_end(block)
         else:
             inst.dram[block] = None
+            inst.dram_entered[block] = self.now
             while len(inst.dram) > self.inp.dram_blocks:
                 inst.dram.popitem(last=False)
 
@@ -160,6 +169,7 @@ class _Reference:
                 inst.ref[b] += 1
             else:
                 inst.ref[b] = 1
+                inst.entered[b] = self.now
             inst.private -= 1
             q.private -= 1
         self._write_through(inst, q, t, reply=False)
@@ -177,6 +187,7 @@ class _Reference:
                 self.glob.move_to_end(b)
             else:
                 self.glob[b] = None
+                self.glob_entered[b] = self.now
                 written += tokens * self.kv_bytes_per_token
                 while len(self.glob) > self.inp.global_blocks:
                     self.glob.popitem(last=False)
@@ -538,6 +549,7 @@ class _Reference:
                     del inst.ref[victim]
                     self._spill(inst, victim)
                 inst.ref[b] = 1
+                inst.entered[b] = self.now
             pinned.append(b)
         return pinned
 
@@ -555,6 +567,8 @@ class _Reference:
         q.private = 0
         inst.running.remove(q.row)
         inst.inflight -= 1
+        if inst.role != "decode":
+            self.local_inflight[self.replica[q.row], inst.idx] -= 1
         inst.ctx -= q.L + q.g
         q.state = LEFT
 
@@ -594,24 +608,64 @@ class _Reference:
         full = _n_blocks(q.L + q.n_out, self.block_size)
         return full > self.hbm_blocks or len(q.blocks) > self.hbm_blocks
 
+    def _refresh(self, t: float) -> None:
+        """Snapshots of the periods whose boundary passed since the last event (state before the boundary)."""
+        inp = self.inp
+        if inp.refresh_s > 0 and t >= self.next_refresh[0]:
+            self.next_refresh[0] = refresh_period(t, inp.refresh_s)[1]
+            for i in range(inp.n_routable):
+                inst, v = self.inst[i], self.snap[i]
+                v[pb.V_QUEUED_TOKENS], v[pb.V_QUEUED_COST], v[pb.V_QUEUED_ATTN] = inst.q_tok, inst.q_cost, inst.q_attn
+                v[pb.V_N_RUNNING], v[pb.V_N_WAITING] = len(inst.running), len(inst.waiting)
+                v[pb.V_CONTEXT_TOKENS] = inst.ctx
+        if inp.kv_refresh_s > 0 and t >= self.next_refresh[1]:
+            self.next_refresh[1] = refresh_period(t, inp.kv_refresh_s)[1]
+            for i in range(inp.n_routable):
+                self.snap[i, pb.V_KV_USED] = self.inst[i].pinned + self.inst[i].private
+
+    def _seen_hits(self, inst: _Inst, q: _Req, t: float) -> tuple[int, int, int]:
+        """Token hits per tier over the blocks the router has seen enter (KV events ``kv_event_delay_s`` old)."""
+        cut = t - self.inp.kv_event_delay_s
+        tiers = (lambda b: b in inst.ref and inst.entered[b] <= cut,
+                 lambda b: b in inst.dram and inst.dram_entered[b] <= cut,
+                 lambda b: b in self.glob and self.glob_entered[b] <= cut)
+        pos, tail, tok = q.tail
+        hs = []
+        for n in (1, 2, 3):
+            def visible(b, n=n):
+                return any(seen(b) for seen in tiers[:n])
+            k = self._prefix(q.blocks, visible)
+            extra = tok if k == pos and visible(tail) else 0
+            hs.append(min(k * self.block_size + extra, q.L - 1))
+        return hs[0], hs[1], hs[2]
+
     def _view(self, q: _Req, t: float) -> np.ndarray:
         inp = self.inp
         view = np.zeros((inp.n_routable, pb.N_VIEW))
         for i in range(inp.n_routable):
             inst = self.inst[i]
-            _, _, _, h1, h2, h3 = self._hits(inst, q)
+            if inp.kv_event_delay_s > 0:
+                h1, h2, h3 = self._seen_hits(inst, q, t)
+            else:
+                _, _, _, h1, h2, h3 = self._hits(inst, q)
             v = view[i]
             v[pb.V_HIT_HBM], v[pb.V_HIT_DRAM], v[pb.V_HIT_GLOBAL] = h1, h2 - h1, h3 - h2
             v[pb.V_QUEUED_TOKENS] = inst.q_tok
             v[pb.V_QUEUED_COST] = inst.q_cost
             v[pb.V_N_RUNNING] = len(inst.running)
             v[pb.V_N_WAITING] = len(inst.waiting)
-            v[pb.V_IN_FLIGHT] = inst.inflight
+            v[pb.V_IN_FLIGHT] = self.local_inflight[self.replica[q.row], i]
             v[pb.V_KV_USED] = inst.pinned + inst.private
             v[pb.V_KV_CAPACITY] = self.hbm_blocks
             v[pb.V_CONTEXT_TOKENS] = inst.ctx
             v[pb.V_REQ_COST] = prefill_time_nb(inp.coef, float(q.L - h3), float(h3))
             v[pb.V_QUEUED_ATTN] = inst.q_attn
+            if inp.refresh_s > 0:
+                for c in (pb.V_QUEUED_TOKENS, pb.V_QUEUED_COST, pb.V_N_RUNNING, pb.V_N_WAITING,
+                          pb.V_CONTEXT_TOKENS, pb.V_QUEUED_ATTN):
+                    v[c] = self.snap[i, c]
+            if inp.kv_refresh_s > 0:
+                v[pb.V_KV_USED] = self.snap[i, pb.V_KV_USED]
         return view
 
     def _arrival(self, r: int, t: float) -> None:
@@ -627,7 +681,8 @@ class _Reference:
         req[pb.R_INPUT_LEN], req[pb.R_TURN], req[pb.R_SESSION] = q.L, inp.turn[r], inp.session[r]
         req[pb.R_HISTORY], req[pb.R_NOW], req[pb.R_PRIORITY], req[pb.R_INDEX] = inp.history[r], t, inp.priority[r], r
         blocks = inp.block_ids[inp.block_offsets[r]:inp.block_offsets[r + 1]]
-        i = int(route(inp.pid, view, req, blocks, inp.params, self.state, inp.rand[r]))
+        k = self.replica[r]
+        i = int(route(inp.pid, view, req, blocks, inp.params, self.state[k], inp.rand[r]))
         if not 0 <= i < inp.n_routable:
             raise RuntimeError(f"policy returned instance {i} for request {r}; valid: 0..{inp.n_routable - 1}")
         inst = self.inst[i]
@@ -637,10 +692,11 @@ class _Reference:
             self.out["decode_instance"][r] = i
         inst.waiting.append(r)
         inst.inflight += 1
+        self.local_inflight[k, i] += 1
         inst.ctx += q.L
         inst.stats["routed"] += 1
         inst.n_queued += 1
-        hit = int(view[i, pb.V_HIT_HBM] + view[i, pb.V_HIT_DRAM] + view[i, pb.V_HIT_GLOBAL])
+        hit = self._hits(inst, q)[5]  # the engine's queue accounting uses the real hit
         self._set_queued(inst, q, q.L - hit)
         if not inst.busy:
             self._form_batch(inst, t)
@@ -659,6 +715,7 @@ class _Reference:
             if ti <= ta:
                 assert ti >= self.now, "clock went backwards"
                 self.now = ti
+                self._refresh(ti)
                 if i == inp.n_instances:
                     self._transfer_done(ti)
                     continue
@@ -672,6 +729,7 @@ class _Reference:
                 t, r = heapq.heappop(self.heap)
                 assert t >= self.now, "clock went backwards"
                 self.now = t
+                self._refresh(t)
                 self._arrival(r, t)
         for inst in self.inst:
             self._sample_until(inst, self.now)
