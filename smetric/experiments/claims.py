@@ -147,6 +147,8 @@ def tidy_claims(measured: pd.DataFrame) -> pd.DataFrame:
                 "n_seeds"):
         if col in table.columns:
             table[col] = pd.to_numeric(table[col])
+    if "n_seeds" in table.columns:
+        table["n_seeds"] = table["n_seeds"].round().astype("Int64")
     front = [c for c in TIDY_COLUMNS if c in table.columns]
     return table[front + [c for c in table.columns if c not in front]]
 
@@ -285,7 +287,7 @@ def recompute_claims(figures: str | Path | None = None) -> list[str]:
             continue
         record_claims(figure_id(module), rows, outdir=out)
         for stem, frame in csv_frames(module, df).items():
-            if stem.endswith("_claims") or stem.endswith("_second_row_claims"):
+            if stem != name:  # the derived tables (second-row claims, gains, screening), never the data itself
                 frame.to_csv(out / f"{stem}.csv", index=False)
         done.append(name)
     collect_claims(out)
