@@ -93,6 +93,7 @@ __all__ = [
     "parse_paper_value",
     "parse_values",
     "point_table",
+    "point_verdict",
     "row_points",
     "row_verdict",
     "seed_peaks",
@@ -570,9 +571,10 @@ def _p(rule: str, mean: float, se: float, n: int, a: float, b: float) -> float:
     return p_value(mean, se, n)
 
 
-def _point_verdict(rule: str, mean: float, low: float, high: float, n: int, a: float, b: float,
+def point_verdict(rule: str, mean: float, low: float, high: float, n: int, a: float, b: float,
                    p: float | None) -> str:
-    """The verdict of one point; ``p`` (an adjusted p-value) replaces the interval's own decision when given."""
+    """The verdict of one point under its ``rule`` (:func:`point_table`'s column) against the paper's ``a..b``;
+    ``p`` (an adjusted p-value) replaces the interval's own decision when given."""
     sig = None if p is None else bool(p < ALPHA)
     if rule == "gain":
         return verdict(low, high, (a, b), sig)
@@ -623,10 +625,10 @@ def point_table(paper: PaperValue, means: Sequence[float], lows: Sequence[float]
     adjusted = pv if adjust == "none" or k == 1 else holm(pv) if adjust == "holm" else benjamini_hochberg(pv)
     table["p_adjusted"] = key.map(dict(zip(key[first], adjusted)))
     k = int(first.sum())
-    table["verdict_uncorrected"] = [_point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds,
+    table["verdict_uncorrected"] = [point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds,
                                                    r.paper_low, r.paper_high, None) for r in table.itertuples()]
     table["verdict"] = [u if k == 1 or adjust == "none" else
-                        _point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds, r.paper_low,
+                        point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds, r.paper_low,
                                        r.paper_high, r.p_adjusted if np.isfinite(r.p_adjusted) else None)
                         for u, r in zip(table["verdict_uncorrected"], table.itertuples())]
     return table[list(POINT_COLUMNS)]
