@@ -207,7 +207,7 @@ def _paper_text(r: pd.Series) -> str:
         return "> 0"
     if r["rule"] == "equivalence":
         return f"within [{100 * lo:+g} %, {100 * hi:+g} %]"
-    text = f"{100 * lo:+g} %" if lo == hi else f"{100 * lo:+g}..{100 * hi:+g} %"
+    text = f"{100 * lo:+.3g} %" if lo == hi else f"{100 * lo:+.3g}..{100 * hi:+.3g} %"
     return f"{'>=' if r['rule'] == 'lower bound' else '<='} {text}" if r["rule"].endswith("bound") else text
 
 
