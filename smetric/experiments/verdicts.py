@@ -688,7 +688,7 @@ def verdict_violations(table: pd.DataFrame) -> list[str]:
             paper = parse_paper_value(first["paper_value"], first.get("unit", ""))
             ruled = point_table(paper, sub["gain_mean"].astype(float).tolist(), sub["ci_low"].astype(float).tolist(),
                                 sub["ci_high"].astype(float).tolist(), sub["n_seeds"].astype(int).tolist(),
-                                sub["point"].fillna("").astype(str).tolist())
+                                sub["point"].astype(object).fillna("").astype(str).tolist())
         except ValueError as exc:
             problems.append(f"{claim}: {exc}")
             continue
