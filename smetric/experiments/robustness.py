@@ -284,17 +284,16 @@ def adjust_map(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def short_names(table: pd.DataFrame) -> dict[str, str]:
-    """Variant name -> a short label for a map's columns: the changed value alone (``claude-code``, ``open``),
-    shortened (``lmcache-mooncake-fast`` -> ``lmc-fast``; a store ``CAP:BW`` -> ``store CAP:BW``)."""
-    out = {}
-    for name in dict.fromkeys(table["variant"]):
-        if "=" not in name:
-            out[name] = name
-            continue
-        axis, value = name.split("=", 1)
+    """Variant name -> a short label for a map's columns: the changed values alone (``claude-code``, ``open``;
+    ``gpu=h20, store=x`` -> ``h20, store x``), shortened (``lmcache-mooncake-fast`` -> ``lmc-fast``)."""
+    def one(part: str) -> str:
+        if "=" not in part:
+            return part
+        axis, value = part.split("=", 1)
         value = value.replace("lmcache-mooncake", "lmc").replace("-borrowed", "")
-        out[name] = f"store {value}" if axis == "store" else f"attn {value}" if axis == "attention" else value
-    return out
+        return f"store {value}" if axis == "store" else f"attn {value}" if axis == "attention" else value
+
+    return {name: ", ".join(one(p) for p in name.split(", ")) for name in dict.fromkeys(table["variant"])}
 
 
 def _pct(x: float) -> str:
@@ -310,6 +309,7 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+    from matplotlib.transforms import ScaledTranslation
 
     from ..plotting import set_style
 
@@ -350,18 +350,18 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
         if "verdict_uncorrected" in table.columns else "uncorrected"
     ax.set_title(title or f"SMETRIC's gain vs the comparator (%): mean [95 % CI], {seeds}; verdicts {corrected}",
                  fontsize=9)
-    legend = [f"{short[v]}: " + (", ".join(f"{a}={first.loc[v, a]}" for a in varying if
-                                          str(first.loc[v, a]) != str(first.iloc[0][a])) or "the default model")
-              for v in cols]
-    per_line = 3
-    text = "\n".join("     ".join(legend[k:k + per_line]) for k in range(0, len(legend), per_line))
-    n_lines = text.count("\n") + 1
-    bottom = (0.06 + 0.035 * n_lines) * 6.0 / max(fig.get_figheight(), 1.0)
-    fig.text(0.01, 0.01, text, fontsize=6.5, va="bottom", ha="left", family="monospace")
+    def spelled(v) -> str:
+        moved = [a for a in varying if str(first.loc[v, a]) != str(first.iloc[0][a])] or varying
+        return ", ".join(f"{a}={first.loc[v, a]}" for a in moved)
+
+    legend = [f"{short[v]}: {spelled(v)}" for v in cols]
+    text = "\n".join("     ".join(legend[k:k + 3]) for k in range(0, len(legend), 3))
+    fig.tight_layout()
+    # under the axes, outside the figure box: savefig(bbox_inches="tight") takes them in at any map size
     fig.legend(handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in order],
-               loc="lower center", ncol=len(order), frameon=False, fontsize=7,
-               bbox_to_anchor=(0.5, bottom - 0.05 * 6.0 / max(fig.get_figheight(), 1.0)))
-    fig.tight_layout(rect=(0, min(bottom + 0.02, 0.5), 1, 1))
+               loc="upper center", ncol=len(order), frameon=False, fontsize=7, bbox_to_anchor=(0.5, 0.0))
+    fig.text(0.01, 0.0, text, fontsize=6.5, va="top", ha="left", family="monospace",
+             transform=fig.transFigure + ScaledTranslation(0, -0.3, fig.dpi_scale_trans))
     return fig
 
 
