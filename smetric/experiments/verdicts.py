@@ -619,7 +619,7 @@ def point_table(paper: PaperValue, means: Sequence[float], lows: Sequence[float]
                      "paper_detectable": detectable})
     table = pd.DataFrame(rows)
     # identical points (two paper levels read at one grid load, a default condition listed twice) are one test
-    key = table[["rule", "gain_mean", "ci_low", "ci_high", "n_seeds"]].round(12).astype(str).agg("|".join, axis=1)
+    key = table[["rule", "gain_mean", "ci_low", "ci_high", "n_seeds"]].round(12).apply(lambda r: repr(tuple(r)), axis=1)
     first = ~key.duplicated()
     pv = table.loc[first, "p_value"].to_numpy(dtype=float)
     adjusted = pv if adjust == "none" or k == 1 else holm(pv) if adjust == "holm" else benjamini_hochberg(pv)
