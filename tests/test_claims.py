@@ -26,12 +26,14 @@ def test_second_row_claims_are_joined_apart_from_the_verdicts(tmp_path):
 
     assert collect_row_claims(outdir=tmp_path).empty and not (tmp_path / "claims_second_row.csv").exists()
     claim = "C9_load_only_provisioned"
-    pd.DataFrame([{"workload": "claude-code", "claim_id": claim, "verdict": "tie", "gain_mean": -0.01, "ci_low": -0.05,
+    pd.DataFrame([{"workload": "claude-code", "claim_id": claim, "verdict": "inconclusive", "gain_mean": -0.01,
+                   "ci_low": -0.09,
                    "ci_high": 0.03, "n_seeds": 8, "reproduced": "x", "reason": "y"}]).to_csv(
         tmp_path / "fig03_global_tier_sweep_second_row_claims.csv", index=False)
     table = collect_row_claims(outdir=tmp_path)
     assert table.columns[:4].tolist() == ["figure", "workload", "claim_id", "paper_value"]
-    assert table.iloc[0][["figure", "verdict"]].tolist() == ["fig03", "tie"]
+    assert table.iloc[0][["figure", "verdict"]].tolist() == ["fig03", "inconclusive"]
+    assert table.iloc[0]["p_value"] > 0.05 and table.iloc[0]["mde"] > 0  # tidy, with its statistics
     assert table.iloc[0]["paper_value"] == paper_claims().loc[claim, "paper_value"]
     assert collect_claims(outdir=tmp_path).set_index("claim_id").loc[claim, "verdict"] == "not checked"
 
@@ -53,7 +55,8 @@ def _peak_row(low, high, verdict):
 @pytest.mark.parametrize("low, high, verdict", [
     (0.05, 0.12, "reproduced"),        # overlaps [0.045, 0.135] of the paper's +9 %
     (0.20, 0.30, "direction only"),    # above zero, misses the band
-    (-0.02, 0.05, "tie"),              # contains zero
+    (-0.02, 0.05, "inconclusive"),     # contains zero, overlaps the band
+    (-0.02, 0.03, "smaller than claimed"),  # excludes even half the paper's +9 %
     (-0.08, -0.01, "contradicted"),    # below zero
 ])
 def test_comparative_rows_carry_the_verdict_the_rules_give(tmp_path, low, high, verdict):
@@ -64,7 +67,7 @@ def test_comparative_rows_carry_the_verdict_the_rules_give(tmp_path, low, high, 
 
 
 def test_a_hand_written_comparative_verdict_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="the rules give 'tie'"):
+    with pytest.raises(ValueError, match="the rules give 'inconclusive'"):
         record_claims("fig06", [_peak_row(-0.02, 0.05, "reproduced")], outdir=tmp_path)
     with pytest.raises(ValueError, match="is comparative"):
         record_claims("fig06", [dict(claim_id="C13_peak_30b", reproduced="+9 %", verdict="reproduced",
@@ -103,3 +106,38 @@ def test_workload_claim_rows_are_decided_by_the_real_agent_trace():
         "C3_first_turn": "not reproduced",   # the trace as recorded breaks it; the shared-prefix option is not judged
         "C5_session_skew": "not reproduced"}
     assert "real Claude Code trace 0.678" in verdicts["C5_session_skew"]["reproduced"]
+
+
+def test_collected_claims_are_tidy_one_row_per_point(tmp_path):
+    import pandas as pd
+
+    from smetric.experiments.verdicts import Interval, claim_columns
+
+    paper = paper_claims().loc["C15_ablation_guard"]
+    from smetric.experiments.verdicts import parse_paper_value
+
+    cols = claim_columns([Interval(0.08, 0.05, 0.11, 8), Interval(0.01, -0.01, 0.03, 8)],
+                         parse_paper_value(paper["paper_value"], paper["unit"]), points=["30b", "235b"],
+                         comparators=["v1", "v1"])
+    record_claims("fig09", [dict(claim_id="C15_ablation_guard", reproduced="x", reason="y", **cols)], outdir=tmp_path)
+    table = collect_claims(outdir=tmp_path)
+    rows = table[table["claim_id"] == "C15_ablation_guard"]
+    assert rows["point"].tolist() == ["30b", "235b"] and rows["comparator"].tolist() == ["v1", "v1"]
+    assert rows["verdict"].tolist() == ["reproduced", "smaller than claimed"]
+    assert set(rows["claim_verdict"]) == {"smaller than claimed"}
+    back = pd.read_csv(tmp_path / "claims.csv")
+    for col in ("gain_mean", "ci_low", "ci_high", "p_value", "p_adjusted", "mde", "n_seeds"):
+        assert pd.api.types.is_numeric_dtype(back[col]), col
+    assert (back.groupby("claim_id").size() >= 1).all() and back["claim_id"].nunique() == len(paper_claims())
+
+
+def test_band_rule():
+    from smetric.experiments.claims import band_verdict, claim_band
+
+    lo, hi, source = claim_band("C1_chat_reuse")
+    assert (lo, hi) == (0.54, 0.62) and "abstract" in source
+    assert band_verdict([0.374, 0.651], lo, hi) == "not reproduced"  # both public chat traces fall outside
+    assert band_verdict([0.58, 0.651], lo, hi) == "inconclusive"
+    assert band_verdict(0.6, lo, hi) == "reproduced"
+    with pytest.raises(ValueError, match="no band"):
+        claim_band("C13_peak_30b")

@@ -19,7 +19,7 @@ def test_variants_are_one_at_a_time_with_the_store_resolved():
         moved = [a for a, x in v.axes().items() if x != getattr(Variant(), a)]
         assert len(moved) == 1 and v.name.startswith(moved[0] + "=")
     under = next(v for v in vs if v.name == "store=under-provisioned")
-    assert under.store == "800:6"  # 25 GB per instance x 32 instances, 6 GB/s
+    assert under.store == "64:6"  # 2 GB per instance x 32 instances, 6 GB/s: full within the window
     assert {v.gpu for v in vs} == {"h20", "h200", "h800"} and {v.attention for v in vs} == {"fa3", "a100-borrowed"}
 
 
@@ -54,8 +54,10 @@ def test_judge_gives_the_rules_verdict_on_a_hand_made_frame():
     assert c13["best_baseline"] == "least-load" and c13["peaks_at_edge"] == 0
     c12 = table[table["claim_id"] == "C12_gain_vs_load"].set_index("point")
     assert list(c12.index) == list(mr.PAPER_POINTS)
-    # C12 at 6x: paper +1 %, measured +9 % -> the sign is right but far outside [0.5x, 1.5x]
-    assert c12.loc["6x", "verdict"] == "direction only"
+    # C12 at 6x: paper "within 1 %" (TOST), measured +9 % -> wholly outside the margin
+    assert c12.loc["6x", "verdict"] == "contradicted"
+    assert {"p_value", "p_adjusted", "mde", "verdict_uncorrected"} <= set(table.columns)
+    assert (table["p_adjusted"] >= table["p_value"] - 1e-12).all()  # Benjamini-Hochberg over the map
     assert c12.loc["past saturation", "gain_mean"] == pytest.approx(np.mean([gain(s, 10) for s in range(8)]))
     # a loss everywhere is contradicted
     table = fig14.judge(_frame(lambda s, m: -0.05 + noise[s]), [Variant()],
@@ -65,11 +67,22 @@ def test_judge_gives_the_rules_verdict_on_a_hand_made_frame():
 
 def test_findings_are_computed_from_the_table():
     df = pd.DataFrame({"claim_id": ["C13_peak_30b"] * 3, "point": [""] * 3, "variant": ["default", "gpu=h200", "x=y"],
-                       "verdict": ["reproduced", "tie", "contradicted"], "gain_mean": [0.08, 0.004, -0.05]})
+                       "verdict": ["reproduced", "inconclusive", "contradicted"], "gain_mean": [0.08, 0.004, -0.05]})
     text = fig14.findings(df)
-    assert text == ("C13_peak_30b: holds when default (reproduced, +8.0 %); fails when gpu=h200 (tie, +0.4 %), "
-                    "x=y (contradicted, -5.0 %).")
-    assert "holds in no variant" in fig14.findings(df.assign(verdict="tie"))
+    assert text == ("C13_peak_30b: holds when default (reproduced, +8.0 %); fails when gpu=h200 (inconclusive, "
+                    "+0.4 %), x=y (contradicted, -5.0 %).")
+    assert "holds in no variant" in fig14.findings(df.assign(verdict="inconclusive"))
+
+
+def test_the_comparator_is_fixed_on_the_screening_seeds_alone():
+    rows = [{"seed": s, "policy": p, "rpm_per_instance": r, "goodput_tps": v}
+            for s in (100, 101) for p, vals in {"a": (10, 20, 15), "b": (12, 19, 18)}.items()
+            for r, v in zip((30, 40, 50), vals)]
+    assert fig14.comparator(pd.DataFrame(rows), "goodput_tps") == "a"  # peak of the mean 20 > 19
+    with pytest.raises(ValueError, match="screening"):
+        fig14.comparator(pd.DataFrame(rows).iloc[:0], "goodput_tps")
+    with pytest.raises(ValueError, match="disjoint"):
+        fig14.Params.quick().preset(True, screening_seeds=(0,))
 
 
 def test_knee_anchor_finds_the_peak_and_extends_past_an_end(monkeypatch):

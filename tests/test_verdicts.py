@@ -3,23 +3,31 @@
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from smetric.experiments.reproduce import repo_root
 from smetric.experiments.verdicts import (
     UNDETERMINED,
     Interval,
+    benjamini_hochberg,
     bound_verdict,
     claim_columns,
     combine_verdicts,
+    equivalence_verdict,
     format_values,
     gain_interval,
     gain_intervals,
+    holm,
+    min_detectable_effect,
+    p_value,
     paired_gains,
     parse_paper_value,
     parse_values,
-    robust_verdict,
+    point_table,
     row_verdict,
     seed_peaks,
+    standard_error,
+    tost_p,
     verdict,
     verdict_violations,
 )
@@ -27,30 +35,40 @@ from smetric.experiments.verdicts import (
 
 # ------------------------------------------------------------------------------------------ rules
 @pytest.mark.parametrize("low, high, paper, expected", [
-    (-0.01, 0.02, 0.09, "tie"),
-    (0.0, 0.05, 0.09, "tie"),                # touching 0 counts as containing it
-    (-0.05, 0.0, 0.09, "tie"),
-    (-0.05, 0.2, 0.09, "tie"),               # overlaps the band but contains 0: never reproduced
+    (-0.01, 0.05, 0.09, "inconclusive"),          # contains 0 and overlaps [0.045, 0.135]
+    (-0.05, 0.2, 0.09, "inconclusive"),           # overlaps the band but contains 0: never reproduced
+    (0.0, 0.05, 0.09, "inconclusive"),            # touching 0 counts as containing it
+    (-0.01, 0.02, 0.09, "smaller than claimed"),  # C13 30B: contains 0 but excludes even half the paper's value
+    (-0.05, 0.0, 0.09, "smaller than claimed"),
+    (0.01, 0.044, 0.09, "smaller than claimed"),  # excludes 0 but wholly below 0.5 x 0.09
     (0.02, 0.05, 0.09, "reproduced"),
-    (0.01, 0.045, 0.09, "reproduced"),       # reaches the band's lower end 0.5 x 0.09
-    (0.01, 0.044, 0.09, "direction only"),
-    (0.135, 0.2, 0.09, "reproduced"),        # reaches the band's upper end 1.5 x 0.09
-    (0.136, 0.2, 0.09, "direction only"),
-    (0.001, 0.5, 0.09, "reproduced"),        # wide but on the paper's side and covering the band
+    (0.01, 0.045, 0.09, "reproduced"),            # reaches the band's lower end 0.5 x 0.09
+    (0.135, 0.2, 0.09, "reproduced"),             # reaches the band's upper end 1.5 x 0.09
+    (0.136, 0.2, 0.09, "direction only"),         # larger than claimed
+    (0.001, 0.5, 0.09, "reproduced"),
     (-0.05, -0.01, 0.09, "contradicted"),
-    (-0.5, -0.3, -0.36, "reproduced"),       # negative paper value: band [-0.54, -0.18]
+    (-0.5, -0.3, -0.36, "reproduced"),            # negative paper value: band [-0.54, -0.18]
     (-0.18, -0.1, -0.36, "reproduced"),
-    (-0.17, -0.1, -0.36, "direction only"),
+    (-0.17, -0.1, -0.36, "smaller than claimed"),
     (-0.7, -0.55, -0.36, "direction only"),
     (0.1, 4.2, -0.36, "contradicted"),
-    (-0.1, 0.1, -0.36, "tie"),
-    (0.3, 0.4, (0.02, 0.34), "reproduced"),  # a paper range [a, b]: band [0.5 a, 1.5 b] = [0.01, 0.51]
-    (0.005, 0.009, (0.02, 0.34), "direction only"),
+    (-0.2, 0.1, -0.36, "inconclusive"),
+    (-0.1, 0.1, -0.36, "smaller than claimed"),
+    (0.3, 0.4, (0.02, 0.34), "reproduced"),       # a paper range [a, b]: band [0.5 a, 1.5 b] = [0.01, 0.51]
+    (0.005, 0.009, (0.02, 0.34), "smaller than claimed"),
     (0.52, 0.7, (0.02, 0.34), "direction only"),
     (np.nan, np.nan, 0.09, UNDETERMINED),
 ])
 def test_verdict_rule(low, high, paper, expected):
     assert verdict(low, high, paper) == expected
+
+
+def test_a_corrected_decision_replaces_the_intervals():
+    # excludes 0 uncorrected; once the adjusted p says "not significant" it is inconclusive (overlaps the band)
+    assert verdict(0.01, 0.1, 0.09) == "reproduced" and verdict(0.01, 0.1, 0.09, significant=False) == "inconclusive"
+    # wholly below 0 but not significant after correction: no longer contradicted, still below the band
+    assert verdict(-0.05, -0.01, 0.09, significant=False) == "smaller than claimed"
+    assert bound_verdict(-0.06, 0.0, -0.07, "lower", significant=False) == "inconclusive"
 
 
 @pytest.mark.parametrize("low, high, paper, message", [
@@ -68,12 +86,11 @@ def test_verdict_rejects_nonsense(low, high, paper, message):
 @pytest.mark.parametrize("low, high, bound, kind, expected", [
     (-0.05, 0.01, -0.07, "lower", "reproduced"),   # C9 "within 7 %": an interval containing 0 reproduces it
     (-0.07, 0.0, -0.07, "lower", "reproduced"),
-    (-0.1, -0.02, -0.07, "lower", "tie"),          # straddles the bound: undecided
-    (-0.2, -0.07, -0.07, "lower", "tie"),
+    (-0.1, -0.02, -0.07, "lower", "inconclusive"),  # straddles the bound: undecided
+    (-0.2, -0.07, -0.07, "lower", "inconclusive"),
     (-0.2, -0.08, -0.07, "lower", "contradicted"),
     (-0.1, 0.0, 0.0, "upper", "reproduced"),       # C16 "no regression": latency change <= 0
-    (-0.1, 0.01, 0.0, "upper", "tie"),
-    (0.0, 0.1, 0.0, "upper", "tie"),
+    (-0.1, 0.01, 0.0, "upper", "inconclusive"),
     (0.01, 0.1, 0.0, "upper", "contradicted"),
     (np.nan, np.nan, 0.0, "upper", UNDETERMINED),
 ])
@@ -86,29 +103,72 @@ def test_bound_rule_rejects_unknown_kind():
         bound_verdict(0.0, 0.1, 0.0, "within")
 
 
-@pytest.mark.parametrize("intervals, expected", [
-    ([(0.01, 0.05), (0.001, 0.2)], "reproduced"),
-    ([(0.01, 0.05), (-0.01, 0.2)], "tie"),
-    ([(0.01, 0.05), (0.0, 0.2)], "tie"),
-    ([(0.01, 0.05), (-0.2, -0.01)], "contradicted"),
-    ([(0.01, 0.05), (np.nan, np.nan)], UNDETERMINED),
+def _iv(mean, half, n=8):
+    return mean, mean - half, mean + half, n
+
+
+@pytest.mark.parametrize("mean, half, expected", [
+    (0.0, 0.005, "reproduced"),     # 95 % half-width 0.5 %: the 90 % interval lies inside +-1 %
+    (0.002, 0.012, "inconclusive"),  # C12 6x: +0.2 % [-1.1, +1.4] is too wide for the margin
+    (0.03, 0.01, "contradicted"),   # wholly above +1 %
+    (-0.0095, 0.001, "inconclusive"),  # inside but too close to the edge for both one-sided tests
 ])
-def test_robust_rule(intervals, expected):
-    assert robust_verdict(intervals) == expected
+def test_equivalence_is_tost(mean, half, expected):
+    m, lo, hi, n = _iv(mean, half)
+    assert equivalence_verdict(m, lo, hi, n, (-0.01, 0.01)) == expected
+    se = standard_error(lo, hi, n)
+    p = tost_p(m, se, n, (-0.01, 0.01))
+    assert (p < 0.05) == (expected == "reproduced")
+    with pytest.raises(ValueError, match="straddle"):
+        equivalence_verdict(m, lo, hi, n, (0.01, 0.02))
 
 
-@pytest.mark.parametrize("verdicts, expected", [
-    (["reproduced", "reproduced"], "reproduced"),
-    (["reproduced", "direction only"], "direction only"),
-    (["direction only", "tie", "reproduced"], "tie"),
-    (["tie", "contradicted", "reproduced"], "contradicted"),
-    (["reproduced", UNDETERMINED], UNDETERMINED),
-])
-def test_combine_takes_the_weakest(verdicts, expected):
-    assert combine_verdicts(verdicts) == expected
+def test_p_value_and_mde_follow_from_the_interval():
+    gains = [0.01, 0.03, 0.02, 0.05, -0.01, 0.04, 0.02, 0.03]
+    iv = gain_interval(gains)
+    se = standard_error(iv.low, iv.high, iv.n)
+    assert se == pytest.approx(np.std(gains, ddof=1) / np.sqrt(8))
+    assert p_value(iv.mean, se, iv.n) == pytest.approx(stats.ttest_1samp(gains, 0.0).pvalue)
+    # 80 % power at two-sided 5 %: the noncentral t puts 80 % of its mass beyond the critical value at the MDE
+    mde = min_detectable_effect(se, 8)
+    crit = stats.t.ppf(0.975, 7)
+    power = stats.nct.sf(crit, 7, mde / se)
+    assert 0.78 < power < 0.82
+    assert np.isnan(min_detectable_effect(np.nan, 8)) and np.isnan(p_value(0.1, np.nan, 8))
+    assert p_value(0.03, 0.0, 8) == 0.0 and p_value(0.0, 0.0, 8) == 1.0
 
 
-def test_combine_rejects_unknown():
+def test_holm_and_bh_by_hand():
+    p = [0.01, 0.04, 0.03, 0.5, np.nan]
+    assert holm(p)[:4] == pytest.approx([0.04, 0.09, 0.09, 0.5]) and np.isnan(holm(p)[4])
+    assert benjamini_hochberg(p)[:4] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5])
+    assert (holm(p)[:4] >= np.array(p[:4])).all()
+    with pytest.raises(ValueError, match="p-values"):
+        holm([1.2])
+
+
+def test_point_table_holm_within_a_claim_and_duplicates_once():
+    paper = parse_paper_value("-0.01-+0.01/+0.04/+0.13/+0.26", "relative goodput TPS")
+    means, lows, highs = [0.0, 0.05, 0.05, 0.30], [-0.004, 0.001, 0.001, 0.05], [0.004, 0.099, 0.099, 0.55]
+    table = point_table(paper, means, lows, highs, [8] * 4, ["6x", "8x", "9x", "past saturation"])
+    assert list(table["rule"]) == ["equivalence", "gain", "gain", "gain"]
+    assert list(table["verdict_uncorrected"]) == ["reproduced", "reproduced", "reproduced", "reproduced"]
+    # 8x and 9x are one test (the same grid load): three hypotheses, not four
+    distinct = table.drop_duplicates(["gain_mean", "ci_low", "ci_high"])["p_value"].to_numpy()
+    assert table["p_adjusted"].to_numpy()[[0, 1, 3]] == pytest.approx(holm(distinct))
+    # 8x/9x exclude 0 only barely: after Holm (x2) they no longer do
+    assert table.loc[1, "p_adjusted"] > 0.05 and table.loc[1, "verdict"] == "inconclusive"
+    assert table.loc[2, "verdict"] == "inconclusive"
+    assert table["mde"].gt(0).all()
+    assert table["paper_detectable"].tolist() == [None, False, True, False]  # +4 % < MDE 6.8 % <= +13 %
+
+
+def test_combine_takes_the_weakest():
+    assert combine_verdicts(["reproduced", "direction only"]) == "direction only"
+    assert combine_verdicts(["direction only", "inconclusive", "reproduced"]) == "inconclusive"
+    assert combine_verdicts(["inconclusive", "smaller than claimed"]) == "smaller than claimed"
+    assert combine_verdicts(["smaller than claimed", "contradicted"]) == "contradicted"
+    assert combine_verdicts(["reproduced", UNDETERMINED]) == UNDETERMINED
     with pytest.raises(ValueError, match="unknown"):
         combine_verdicts(["reproduced", "not reproduced"])
 
@@ -133,7 +193,7 @@ def test_one_seed_has_no_interval():
 def test_zero_variance_gives_a_point_interval(method):
     iv = gain_interval([0.0] * 8, method=method)
     assert (iv.mean, iv.low, iv.high, iv.n) == (0.0, 0.0, 0.0, 8)
-    assert verdict(iv.low, iv.high, 0.09) == "tie"
+    assert verdict(iv.low, iv.high, 0.09) == "smaller than claimed"
     iv = gain_interval([0.03] * 5, method=method)
     assert (iv.low, iv.high) == (0.03, 0.03)
 
@@ -335,49 +395,54 @@ def test_claim_columns_multi_point():
     paper = parse_paper_value("+0.01/+0.04/+0.13/+0.26", "relative goodput TPS")
     ivs = [Interval(0.01, -0.01, 0.03, 8), Interval(0.05, 0.03, 0.07, 8), Interval(0.1, 0.08, 0.12, 9),
            Interval(0.3, 0.2, 0.4, 8)]
-    cols = claim_columns(ivs, paper)
-    assert cols["verdict"] == "tie"  # 6x's interval contains 0: the claim is at most a tie
+    cols = claim_columns(ivs, paper, points=["6x", "8x", "9x", "10x"], comparators=["a"] * 4)
+    assert cols["verdict"] == "inconclusive"  # 6x's interval contains 0 and overlaps its band
     assert cols["n_seeds"] == 8 and cols["gain_mean"] == "+0.0100/+0.0500/+0.1000/+0.3000"
+    assert cols["point"] == "6x/8x/9x/10x" and cols["comparator"] == "a/a/a/a"
     cols = claim_columns(ivs[1:], parse_paper_value("+0.04/+0.13/+0.26", "relative"))
     assert cols["verdict"] == "reproduced"
     with pytest.raises(ValueError, match="3 measured point"):
         claim_columns(ivs[1:], paper)
 
 
-def _claims_row(claim_id, paper_value, unit, intervals, verdict_text=None):
-    cols = claim_columns(intervals, parse_paper_value(paper_value, unit))
-    if verdict_text is not None:
-        cols["verdict"] = verdict_text
-    return {"claim_id": claim_id, "paper_value": paper_value, "unit": unit, **cols}
+def _tidy(claim_id, paper_value, unit, intervals, verdicts=None):
+    table = point_table(parse_paper_value(paper_value, unit), *zip(*[(i.mean, i.low, i.high, i.n) for i in intervals]))
+    if verdicts is not None:
+        table["verdict"] = verdicts
+    return table.assign(claim_id=claim_id, paper_value=paper_value, unit=unit)
 
 
 def test_checker_catches_rule_violations(tmp_path):
-    """A hand-made claims.csv: the checker must name exactly the rows that break the rules."""
-    rows = [
-        _claims_row("good_peak", "+0.09", "relative peak goodput TPS", [Interval(0.06, 0.03, 0.09, 8)]),
-        _claims_row("good_bound", "-0.07", "relative goodput TPS (lower bound)", [Interval(-0.01, -0.04, 0.02, 8)]),
-        _claims_row("zero_called_reproduced", "+0.09", "relative peak goodput TPS", [Interval(0.05, -0.01, 0.11, 8)],
-                    verdict_text="reproduced"),
-        _claims_row("zero_called_direction", "+0.04/+0.13", "relative goodput TPS",
-                    [Interval(0.05, 0.02, 0.08, 8), Interval(0.02, -0.01, 0.05, 8)], verdict_text="direction only"),
-        _claims_row("hand_written", "-0.36", "relative goodput TPS", [Interval(1.2, 0.9, 1.5, 8)],
-                    verdict_text="not reproduced"),
-        {"claim_id": "not_measured", "paper_value": "+0.15", "unit": "relative", "gain_mean": np.nan,
-         "ci_low": np.nan, "ci_high": np.nan, "n_seeds": np.nan, "verdict": "not checked"},
+    """A hand-made tidy claims.csv: the checker must name exactly the points that break the rules."""
+    parts = [
+        _tidy("good_peak", "+0.09", "relative peak goodput TPS", [Interval(0.06, 0.03, 0.09, 8)]),
+        _tidy("good_bound", "-0.07", "relative goodput TPS (lower bound)", [Interval(-0.01, -0.04, 0.02, 8)]),
+        _tidy("zero_called_reproduced", "+0.09", "relative peak goodput TPS", [Interval(0.05, -0.01, 0.11, 8)],
+              ["reproduced"]),
+        _tidy("zero_called_direction", "+0.04/+0.13", "relative goodput TPS",
+              [Interval(0.05, 0.02, 0.08, 8), Interval(0.06, -0.01, 0.13, 8)], ["reproduced", "direction only"]),
+        _tidy("hand_written", "-0.36", "relative goodput TPS", [Interval(1.2, 0.9, 1.5, 8)], ["not reproduced"]),
+        pd.DataFrame([{"claim_id": "not_measured", "paper_value": "+0.15", "unit": "relative", "point": "",
+                       "verdict": "not checked", "verdict_uncorrected": "not checked"}]),
     ]
     path = tmp_path / "claims.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
+    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
     problems = verdict_violations(pd.read_csv(path))
-    named = sorted({p.split(":")[0] for p in problems})
+    named = sorted({p.split(" ")[0].rstrip(":") for p in problems})
     assert named == ["hand_written", "zero_called_direction", "zero_called_reproduced"]
     assert any("contains 0" in p and p.startswith("zero_called_reproduced") for p in problems)
-    table = pd.read_csv(path).set_index("claim_id")
-    assert row_verdict(table.loc["hand_written"]) == "contradicted"
+    assert verdict_violations(pd.DataFrame({"claim_id": []})) != []  # not a tidy table: said so
+
+
+def test_row_verdict_of_a_figure_row():
+    row = pd.Series({"paper_value": "-0.36", "unit": "relative goodput TPS", "gain_mean": "+1.2",
+                     "ci_low": "+0.9", "ci_high": "+1.5", "n_seeds": 8})
+    assert row_verdict(row) == "contradicted"
 
 
 def test_committed_claims_follow_the_rules():
-    """figures/claims.csv: every row with an interval has the rules' verdict; none containing 0 is called
-    reproduced or direction only. Rows without the interval columns (not yet measured this way) are skipped."""
+    """figures/claims.csv: every point with an interval has the rules' verdicts (corrected and uncorrected); no
+    gain point containing 0 is called reproduced or direction only."""
     table = pd.read_csv(repo_root() / "figures" / "claims.csv")
     if not {"ci_low", "ci_high"} <= set(table.columns):
         pytest.skip("figures/claims.csv has no interval columns yet")

@@ -31,11 +31,15 @@ import pandas as pd
 from .sweep import sweep
 from .verdicts import (
     UNDETERMINED,
+    VERDICT_ORDER,
     PaperValue,
+    benjamini_hochberg,
     claim_columns,
     gain_interval,
     paired_gains,
     parse_paper_value,
+    point_table,
+    point_verdict,
     seed_peaks,
 )
 
@@ -44,6 +48,8 @@ __all__ = [
     "MAP_COLUMNS",
     "VERDICT_COLOURS",
     "ClaimSpec",
+    "adjust_map",
+    "short_names",
     "SetupChoice",
     "Variant",
     "choose_setup",
@@ -61,9 +67,10 @@ AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay")
 #: ``variant`` and ``best_baseline`` after ``claim_id``.
 MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
                "n_seeds", "verdict", "replay")
-#: Cell colours of the map (colour-blind safe: blue = holds, orange/red = fails, grey = tie).
-VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "tie": "#d9d9d9",
-                   "contradicted": "#d6604d", UNDETERMINED: "#ffffff"}
+#: Cell colours of the map (colour-blind safe: blue = holds, grey = inconclusive, orange/red = refuted).
+VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "inconclusive": "#d9d9d9",
+                   "smaller than claimed": "#f4a582", "contradicted": "#d6604d", UNDETERMINED: "#ffffff"}
+assert set(VERDICT_COLOURS) == {*VERDICT_ORDER, UNDETERMINED}
 
 
 @dataclass(frozen=True)
@@ -173,15 +180,17 @@ class ClaimSpec:
             raise ValueError(f"{self.claim_id}: the paper value {paper.text!r} has {len(paper.points)} point(s), "
                              f"the spec measures {n_expected}")
 
-    def cells(self, results: pd.DataFrame) -> list[dict]:
+    def cells(self, results: pd.DataFrame, comparator: str | None = None) -> list[dict]:
         """The judged points of one variant's per-seed results: ``point, best_baseline, gain_mean, ci_low,
-        ci_high, n_seeds, verdict, peaks_at_edge`` each. ``peaks_at_edge`` (peak statistic only, else NaN)
-        counts the per-seed peaks of ``ours`` and the best baseline at the lowest or highest load swept:
-        there the grid may not contain the peak, so extend it."""
+        ci_high, n_seeds, verdict, peaks_at_edge`` each. ``comparator`` (a baseline fixed beforehand, e.g. on
+        screening seeds) replaces the best baseline chosen on these results' mean. ``peaks_at_edge`` (peak
+        statistic only, else NaN) counts the per-seed peaks of ``ours`` and the best baseline at the lowest or
+        highest load swept: there the grid may not contain the peak, so extend it."""
         edge = np.nan
+        baselines = [comparator] if comparator is not None else self.baselines
         if self.statistic == "peak":
             reduced = seed_peaks(results, self.value, over=self.load, how=self.peak)
-            gains = paired_gains(reduced, self.value, ours=self.ours, baselines=self.baselines)
+            gains = paired_gains(reduced, self.value, ours=self.ours, baselines=baselines)
             groups = [("", gains)]
             compared = reduced[reduced["policy"].isin([self.ours, gains["best_baseline"].iloc[0]])]
             edge = int(compared[f"peak_{self.load}"].isin([results[self.load].min(), results[self.load].max()]).sum())
@@ -189,7 +198,7 @@ class ClaimSpec:
             unknown = sorted(set(results["point"]) - set(self.points))
             if unknown:
                 raise ValueError(f"{self.claim_id}: results name points {unknown} not in {self.points}")
-            gains = paired_gains(results, self.value, by=["point"], ours=self.ours, baselines=self.baselines)
+            gains = paired_gains(results, self.value, by=["point"], ours=self.ours, baselines=baselines)
             groups = [(p, gains[gains["point"] == p]) for p in self.points]
         rows = []
         for i, (label, sub) in enumerate(groups):
@@ -248,17 +257,59 @@ def robustness_map(specs: Sequence[ClaimSpec], variants: Sequence[Variant], seed
     return pd.DataFrame(rows), results.reset_index(drop=True)
 
 
+def adjust_map(table: pd.DataFrame) -> pd.DataFrame:
+    """A robustness map with its multiplicity correction: each cell's ``p_value`` and minimal detectable effect
+    ``mde`` (:func:`~smetric.experiments.verdicts.point_table`, from its interval), ``p_adjusted`` by
+    Benjamini-Hochberg over every determined cell of the map, ``verdict`` from the adjusted decision and the
+    interval's own in ``verdict_uncorrected``. Recomputable from a stored map (it reads only ``claim_id,
+    point, gain_mean, ci_low, ci_high, n_seeds``)."""
+    from .claims import paper_value
+    from .main_results import PAPER_POINTS
+
+    table = table.reset_index(drop=True).copy()
+    cells = []
+    for r in table.itertuples():
+        paper = paper_value(r.claim_id)
+        if paper.kind == "gain" and len(paper.points) > 1:  # one paper point per cell (C12's loads)
+            paper = PaperValue("gain", (paper.points[list(PAPER_POINTS).index(r.point)],), paper.text)
+        cells.append(point_table(paper, [r.gain_mean], [r.ci_low], [r.ci_high], [int(r.n_seeds)]).iloc[0])
+    pts = pd.DataFrame(cells).reset_index(drop=True)
+    table["p_value"], table["mde"] = pts["p_value"].to_numpy(), pts["mde"].to_numpy()
+    table["p_adjusted"] = benjamini_hochberg(table["p_value"].to_numpy())
+    table["verdict_uncorrected"] = pts["verdict_uncorrected"].to_numpy()
+    table["verdict"] = [point_verdict(c.rule, c.gain_mean, c.ci_low, c.ci_high, int(c.n_seeds), c.paper_low,
+                                      c.paper_high, p if np.isfinite(p) else None)
+                        for c, p in zip(pts.itertuples(), table["p_adjusted"])]
+    return table
+
+
+def short_names(table: pd.DataFrame) -> dict[str, str]:
+    """Variant name -> a short label for a map's columns: the changed values alone (``claude-code``, ``open``;
+    ``gpu=h20, store=x`` -> ``h20, store x``), shortened (``lmcache-mooncake-fast`` -> ``lmc-fast``)."""
+    def one(part: str) -> str:
+        if "=" not in part:
+            return part
+        axis, value = part.split("=", 1)
+        value = value.replace("lmcache-mooncake", "lmc").replace("-borrowed", "")
+        return f"store {value}" if axis == "store" else f"attn {value}" if axis == "attention" else value
+
+    return {name: ", ".join(one(p) for p in name.split(", ")) for name in dict.fromkeys(table["variant"])}
+
+
 def _pct(x: float) -> str:
     return "n/a" if not np.isfinite(x) else f"{100 * x:+.1f}"
 
 
 def plot_robustness(table: pd.DataFrame, title: str = ""):
     """Heat map of a :func:`robustness_map` table: one row per claim (and point), one column per variant;
-    colour = verdict, text = mean gain and 95 % interval (%) and, where some per-seed peaks sit at an end of
-    the load grid, how many. Column labels show the axes that vary."""
+    colour = verdict (the corrected one where the table has ``verdict_uncorrected``; a cell whose uncorrected
+    verdict differs is marked ``*``), text = mean gain and 95 % interval (%) and, where some per-seed peaks sit at
+    an end of the load grid, how many. Columns carry short names (:func:`short_names`), spelled out in a legend
+    table under the map."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+    from matplotlib.transforms import ScaledTranslation
 
     from ..plotting import set_style
 
@@ -278,14 +329,15 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
             r = cells.loc[(claim, point, variant)]
             codes[i, j] = order.index(r["verdict"])
             edge = r.get("peaks_at_edge", np.nan)
-            note = f"\n{int(edge)} peak(s) at grid edge" if np.isfinite(edge) and edge > 0 else ""
-            ax.text(j, i, f"{_pct(r['gain_mean'])}%\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
+            note = f"\n{int(edge)} at edge" if np.isfinite(edge) and edge > 0 else ""
+            star = "*" if r.get("verdict_uncorrected", r["verdict"]) != r["verdict"] else ""
+            ax.text(j, i, f"{_pct(r['gain_mean'])}%{star}\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
                     ha="center", va="center", fontsize=7, color="white" if r["verdict"] == "reproduced" else "black")
     ax.imshow(np.ma.masked_invalid(codes), cmap=ListedColormap([VERDICT_COLOURS[v] for v in order]), vmin=-0.5,
               vmax=len(order) - 0.5, aspect="auto")
     first = table.drop_duplicates("variant").set_index("variant")
-    labels = ["\n".join(f"{a}={first.loc[v, a]}" for a in varying) or v for v in cols]
-    ax.set_xticks(range(len(cols)), labels, fontsize=7)
+    short = short_names(table)
+    ax.set_xticks(range(len(cols)), [short[v] for v in cols], fontsize=7, rotation=35, ha="right")
     ax.set_yticks(range(len(rows)), [f"{c} @ {p}" if p else c for c, p in rows], fontsize=7)
     ax.set_xticks(np.arange(-0.5, len(cols)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(rows)), minor=True)
@@ -294,10 +346,22 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
     ax.tick_params(which="minor", length=0)
     n_lo, n_hi = int(table["n_seeds"].min()), int(table["n_seeds"].max())
     seeds = f"{n_lo} seeds" if n_lo == n_hi else f"{n_lo}-{n_hi} seeds"
-    ax.set_title(title or f"SMETRIC's gain vs the best baseline (%): mean [95 % CI], {seeds}", fontsize=9)
+    corrected = "Benjamini-Hochberg over the map; * = the uncorrected verdict differs" \
+        if "verdict_uncorrected" in table.columns else "uncorrected"
+    ax.set_title(title or f"SMETRIC's gain vs the comparator (%): mean [95 % CI], {seeds}; verdicts {corrected}",
+                 fontsize=9)
+    def spelled(v) -> str:
+        moved = [a for a in varying if str(first.loc[v, a]) != str(first.iloc[0][a])] or varying
+        return ", ".join(f"{a}={first.loc[v, a]}" for a in moved)
+
+    legend = [f"{short[v]}: {spelled(v)}" for v in cols]
+    text = "\n".join("     ".join(legend[k:k + 3]) for k in range(0, len(legend), 3))
+    fig.tight_layout()
+    # under the axes, outside the figure box: savefig(bbox_inches="tight") takes them in at any map size
     fig.legend(handles=[Patch(facecolor=VERDICT_COLOURS[v], edgecolor="0.6", label=v) for v in order],
-               loc="lower center", ncol=len(order), frameon=False, fontsize=7, bbox_to_anchor=(0.5, 0.0))
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+               loc="upper center", ncol=len(order), frameon=False, fontsize=7, bbox_to_anchor=(0.5, 0.0))
+    fig.text(0.01, 0.0, text, fontsize=6.5, va="top", ha="left", family="monospace",
+             transform=fig.transFigure + ScaledTranslation(0, -0.3, fig.dpi_scale_trans))
     return fig
 
 

@@ -24,28 +24,39 @@ is that single value (t-interval of width zero; the bootstrap, which scipy leave
 is given the same).
 
 **Rules** (:func:`verdict`), from the interval ``[lo, hi]`` and the paper's value ``p`` (a point;
-a paper range ``[a, b]`` of one sign is treated alike with band ``[0.5 a, 1.5 b]``):
+a paper range ``[a, b]`` of one sign is treated alike), with the paper's band ``[0.5 |p|, 1.5 |p|]``
+(with p's sign; ``[0.5 a, 1.5 b]`` for a range), checked in this order:
 
-* ``tie``: the interval contains 0 (checked first: such a row is never reproduced or direction only);
-* ``reproduced``: it excludes 0 on the paper's side and overlaps ``[0.5 |p|, 1.5 |p|]`` (with p's sign);
-* ``direction only``: it excludes 0 on the paper's side but misses that band;
-* ``contradicted``: it excludes 0 on the other side.
+* ``contradicted``: the interval excludes 0 on the other side of the paper's value;
+* ``smaller than claimed``: the interval lies wholly below the band (nearer 0 than ``0.5 |p|``), whether or
+  not it contains 0: the claimed magnitude is refuted;
+* ``inconclusive``: the interval contains 0 and overlaps the band (the data cannot tell);
+* ``reproduced``: it excludes 0 on the paper's side and overlaps the band;
+* ``direction only``: it excludes 0 on the paper's side and lies wholly above the band (larger than claimed).
 
-**Bounds** (:func:`bound_verdict`; the paper says "within 7 %", a lower bound ``L = -0.07`` on the
-gain, or an upper bound ``U``): ``reproduced`` when the whole interval satisfies the bound
-(``lo >= L``), ``contradicted`` when the whole interval violates it (``hi < L``), ``tie`` when it
-straddles the bound (the data cannot tell). An interval containing 0 *does* reproduce "within 7 %".
+**Bounds** (:func:`bound_verdict`; "within 7 %" is a lower bound ``L = -0.07`` on the gain, "no regression"
+an upper bound 0 on a latency change): ``reproduced`` when the whole interval satisfies the bound,
+``contradicted`` when the whole interval violates it, ``inconclusive`` when it straddles the bound.
+**Equivalence** (:func:`equivalence_verdict`; a paper range straddling 0 such as C12's "within 1 %" at 6x,
+``-0.01-+0.01``): two one-sided tests at 5 % (:func:`tost_p`; the 90 % interval inside the margin) ->
+``reproduced``; the 95 % interval wholly outside the margin -> ``contradicted``; else ``inconclusive``.
+**Robust** conditions (C17 against baselines): each condition is a ``positive`` point -- reproduced when its
+gain is significantly above 0, contradicted when significantly below, inconclusive otherwise.
 
-**Qualitative claims.** "no regression" (C16, "with a better per-token latency") is an upper bound
-0 on SMETRIC's relative latency change vs the best baseline: reproduced when the interval is at or
-below 0. "robust" (C17) holds over a set of conditions (SLO scales, hyperparameter values), each an
-interval of SMETRIC's gain: ``reproduced`` when every interval lies above 0, ``contradicted`` when
-any lies below 0, ``tie`` otherwise (:func:`robust_verdict`).
+**p-values and power** (:func:`point_table`): each point's standard error is recovered from its t-interval
+(:func:`standard_error`), its p-value is the rule's test (two-sided vs 0; TOST; the bound, two-sided
+convention), and its **minimal detectable effect** (:func:`min_detectable_effect`) is the true gain a
+two-sided 5 % test of that n and spread detects with 80 % power; ``paper_detectable`` says whether the
+paper's value reached it (gain rules).
 
-**Several points** (C12's four loads, C15's two testbeds): each point gets its verdict, the claim
-the weakest (:data:`VERDICT_ORDER`); a claims table stores the per-point numbers joined by ``/``,
-in the order of the paper's value (:func:`claim_columns`, :func:`format_values`). Where the paper
-value gives versions (C14: ``... (v1) / +0.09 peak (v2)``), the latest version is judged.
+**Several points** (C12's four loads, C15's two testbeds, C17's conditions): the p-values of one claim's
+points are **Holm-Bonferroni** adjusted (:func:`holm`); the adjusted decision replaces "excludes 0" (or
+"clears the bound", or TOST) in the point's ``verdict``, the interval's own decision stays in
+``verdict_uncorrected`` (the bands are always read from the uncorrected 95 % interval). A robustness map
+over many cells (fig14) uses **Benjamini-Hochberg** (:func:`benjamini_hochberg`). The claim's verdict is the
+weakest point's (:data:`VERDICT_ORDER`). A figure's claims file stores a claim's per-point numbers joined by
+``/`` (:func:`claim_columns`); ``claims.csv`` is tidy, one row per claim point (:func:`row_points`). Where
+the paper value gives versions (C14: ``... (v1) / +0.09 peak (v2)``), the latest version is judged.
 """
 
 from __future__ import annotations
@@ -59,29 +70,41 @@ import pandas as pd
 from scipy import stats
 
 __all__ = [
+    "ALPHA",
     "CI_METHODS",
+    "POINT_COLUMNS",
+    "POWER",
     "UNDETERMINED",
     "VERDICT_ORDER",
     "Interval",
     "PaperValue",
+    "benjamini_hochberg",
     "bound_verdict",
     "claim_columns",
     "combine_verdicts",
+    "equivalence_verdict",
     "format_values",
     "gain_interval",
     "gain_intervals",
+    "holm",
+    "min_detectable_effect",
+    "p_value",
     "paired_gains",
     "parse_paper_value",
     "parse_values",
-    "robust_verdict",
+    "point_table",
+    "point_verdict",
+    "row_points",
     "row_verdict",
     "seed_peaks",
+    "standard_error",
+    "tost_p",
     "verdict",
     "verdict_violations",
 ]
 
 #: Verdicts of comparative claims, strongest first; a multi-point claim takes the weakest of its points.
-VERDICT_ORDER = ("reproduced", "direction only", "tie", "contradicted")
+VERDICT_ORDER = ("reproduced", "direction only", "inconclusive", "smaller than claimed", "contradicted")
 #: The verdict when fewer than two seeds leave no interval.
 UNDETERMINED = "undetermined"
 CI_METHODS = ("t", "bca", "percentile")
@@ -247,7 +270,7 @@ def gain_intervals(gains: pd.DataFrame, by: Sequence[str] = (), **kwargs) -> pd.
     return pd.DataFrame(rows, columns=[*by, "best_baseline", "gain_mean", "ci_low", "ci_high", "n_seeds"])
 
 
-# ------------------------------------------------------------------------------------------ rules
+# ------------------------------------------------------------------------------------------ tests from an interval
 def _check_interval(low: float, high: float) -> bool:
     """True if ``[low, high]`` is an interval; False if undetermined (NaN); raises on nonsense."""
     if np.isnan(low) or np.isnan(high):
@@ -257,25 +280,119 @@ def _check_interval(low: float, high: float) -> bool:
     return True
 
 
-def verdict(low: float, high: float, paper: float | tuple[float, float]) -> str:
-    """The verdict of the interval ``[low, high]`` against the paper's gain (a number or a one-signed range)."""
+def standard_error(low: float, high: float, n: int, confidence: float = 0.95) -> float:
+    """The standard error of a paired t-interval ``[low, high]`` of ``n`` seeds: ``(high - low) / (2 t(q, n-1))``
+    with ``q = (1 + confidence) / 2``; NaN when undetermined (n < 2 or NaN bounds)."""
+    if n < 2 or not _check_interval(low, high):
+        return np.nan
+    return float((high - low) / (2.0 * stats.t.ppf(0.5 + confidence / 2, n - 1)))
+
+
+def p_value(mean: float, se: float, n: int, null: float = 0.0, side: str = "two") -> float:
+    """The t-test p-value of ``mean`` (standard error ``se``, ``n`` seeds) against ``null``: ``side="two"``
+    (two-sided), ``"greater"`` (H1: above ``null``) or ``"less"``. A zero ``se`` gives 0 when the mean is on
+    H1's side of ``null`` and 1 otherwise; NaN ``se`` gives NaN."""
+    if side not in ("two", "greater", "less"):
+        raise ValueError(f"side must be 'two', 'greater' or 'less', got {side!r}")
+    if not np.isfinite(se) or n < 2:
+        return np.nan
+    diff = mean - null
+    if se == 0.0:
+        hit = diff != 0 if side == "two" else (diff > 0 if side == "greater" else diff < 0)
+        return 0.0 if hit else 1.0
+    t = diff / se
+    if side == "two":
+        return float(2.0 * stats.t.sf(abs(t), n - 1))
+    return float(stats.t.sf(t, n - 1) if side == "greater" else stats.t.cdf(t, n - 1))
+
+
+def min_detectable_effect(se: float, n: int, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The smallest true gain a two-sided ``alpha`` paired t-test of ``n`` seeds detects with probability
+    ``power``: ``(t(1 - alpha/2, n-1) + t(power, n-1)) * se`` (the usual normal-approximation formula with t
+    quantiles; ``se`` is the observed standard error). NaN when undetermined."""
+    if not np.isfinite(se) or n < 2:
+        return np.nan
+    return float((stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) * se)
+
+
+def _adjust_input(pvalues: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(pvalues, dtype=np.float64)
+    ok = np.isfinite(p)
+    if ((p[ok] < 0) | (p[ok] > 1)).any():
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    return p, ok
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN entries stay NaN and do not
+    count among the hypotheses."""
+    p, ok = _adjust_input(pvalues)
+    out = np.full(p.shape, np.nan)
+    q = p[ok]
+    order = np.argsort(q, kind="stable")
+    m = q.size
+    adj = np.maximum.accumulate((m - np.arange(m)) * q[order]) if m else q
+    res = np.empty(m)
+    res[order] = np.minimum(adj, 1.0)
+    out[ok] = res
+    return out
+
+
+def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (false-discovery rate, step-up, capped at 1); NaN entries stay NaN."""
+    p, ok = _adjust_input(pvalues)
+    out = np.full(p.shape, np.nan)
+    q = p[ok]
+    m = q.size
+    order = np.argsort(q, kind="stable")
+    ranked = q[order] * m / np.arange(1, m + 1)
+    adj = np.minimum.accumulate(ranked[::-1])[::-1] if m else ranked
+    res = np.empty(m)
+    res[order] = np.minimum(adj, 1.0)
+    out[ok] = res
+    return out
+
+
+# ------------------------------------------------------------------------------------------ rules
+def _band(a: float, b: float) -> tuple[float, float]:
+    """The paper's band: ``[0.5 a, 1.5 b]`` for a positive value or range, mirrored for a negative one."""
+    return (_BAND[0] * a, _BAND[1] * b) if a > 0 else (_BAND[1] * a, _BAND[0] * b)
+
+
+def verdict(low: float, high: float, paper: float | tuple[float, float], significant: bool | None = None) -> str:
+    """The verdict of the interval ``[low, high]`` against the paper's gain (a number or a one-signed range).
+
+    ``significant`` (default: the interval excludes 0) says whether the gain differs from 0; a multiplicity
+    correction passes its adjusted decision here (:func:`point_table`). Rules in the module docstring.
+    """
     a, b = (float(paper), float(paper)) if np.isscalar(paper) else (float(paper[0]), float(paper[1]))
     if not (np.isfinite(a) and np.isfinite(b)) or a > b:
         raise ValueError(f"the paper's value must be a finite number or range (low <= high), got {paper!r}")
     if a < 0 < b or a == 0 or b == 0:
-        raise ValueError(f"the paper's value {paper!r} has no sign; state it as a bound (bound_verdict)")
+        raise ValueError(f"the paper's value {paper!r} has no sign; state it as a bound (bound_verdict) or an "
+                         "equivalence range (equivalence_verdict)")
     if not _check_interval(low, high):
         return UNDETERMINED
-    if low <= 0.0 <= high:
-        return "tie"
-    if (low > 0) != (a > 0):  # the whole interval on the other side of 0
+    positive = a > 0
+    if significant is None:
+        nonzero, opposite = not (low <= 0.0 <= high), (high < 0) if positive else (low > 0)
+    else:
+        nonzero = bool(significant)
+        opposite = nonzero and ((low + high < 0) if positive else (low + high > 0))
+    if opposite:
         return "contradicted"
-    band_lo, band_hi = (_BAND[0] * a, _BAND[1] * b) if a > 0 else (_BAND[1] * a, _BAND[0] * b)
+    band_lo, band_hi = _band(a, b)
+    if (positive and high < band_lo) or (not positive and low > band_hi):
+        return "smaller than claimed"
+    if not nonzero:
+        return "inconclusive"
     return "reproduced" if low <= band_hi and high >= band_lo else "direction only"
 
 
-def bound_verdict(low: float, high: float, bound: float, kind: str) -> str:
-    """The verdict of ``[low, high]`` against a ``kind`` (``"lower"`` or ``"upper"``) bound on the gain."""
+def bound_verdict(low: float, high: float, bound: float, kind: str, significant: bool | None = None) -> str:
+    """The verdict of ``[low, high]`` against a ``kind`` (``"lower"`` or ``"upper"``) bound on the gain:
+    reproduced when the whole interval satisfies it (or ``significant``, a corrected decision, says so),
+    contradicted when the whole interval violates it, inconclusive when it straddles the bound."""
     if kind not in ("lower", "upper"):
         raise ValueError(f"bound kind must be 'lower' or 'upper', got {kind!r}")
     if not np.isfinite(bound):
@@ -283,18 +400,30 @@ def bound_verdict(low: float, high: float, bound: float, kind: str) -> str:
     if not _check_interval(low, high):
         return UNDETERMINED
     inside, outside = (low >= bound, high < bound) if kind == "lower" else (high <= bound, low > bound)
-    return "reproduced" if inside else "contradicted" if outside else "tie"
+    inside = inside if significant is None else bool(significant)
+    return "reproduced" if inside else "contradicted" if outside else "inconclusive"
 
 
-def robust_verdict(intervals: Sequence[tuple[float, float]]) -> str:
-    """"Robust" over conditions: every interval above 0 -> reproduced, any below 0 -> contradicted, else tie."""
-    if not intervals:
-        raise ValueError("robust_verdict needs at least one condition")
-    if not all(_check_interval(lo, hi) for lo, hi in intervals):
+def equivalence_verdict(mean: float, low: float, high: float, n: int, margin: tuple[float, float],
+                        confidence: float = 0.95, alpha: float = 0.05, p_adjusted: float | None = None) -> str:
+    """An equivalence claim ("within 1 %": the gain lies in ``margin = (lo, hi)``, lo < 0 < hi) by TOST at
+    ``alpha``: reproduced when both one-sided tests reject (p = :func:`tost_p` < alpha, or ``p_adjusted`` <
+    alpha), contradicted when the two-sided interval ``[low, high]`` lies wholly outside the margin,
+    inconclusive otherwise."""
+    m_lo, m_hi = float(margin[0]), float(margin[1])
+    if not m_lo < 0 < m_hi:
+        raise ValueError(f"an equivalence margin must straddle 0, got {margin!r}")
+    if not _check_interval(low, high):
         return UNDETERMINED
-    if any(hi < 0 for _, hi in intervals):
-        return "contradicted"
-    return "reproduced" if all(lo > 0 for lo, _ in intervals) else "tie"
+    p = tost_p(mean, standard_error(low, high, n, confidence), n, margin) if p_adjusted is None else p_adjusted
+    if p < alpha:
+        return "reproduced"
+    return "contradicted" if high < m_lo or low > m_hi else "inconclusive"
+
+
+def tost_p(mean: float, se: float, n: int, margin: tuple[float, float]) -> float:
+    """The p-value of two one-sided t-tests that the gain lies inside ``margin``: the larger of the two."""
+    return max(p_value(mean, se, n, margin[0], "greater"), p_value(mean, se, n, margin[1], "less"))
 
 
 def combine_verdicts(verdicts: Sequence[str]) -> str:
@@ -327,7 +456,8 @@ class PaperValue:
         if self.kind in ("gain", "lower bound", "upper bound") and not self.points:
             raise ValueError(f"a {self.kind} needs at least one number, got {self.text!r}")
         if self.kind.endswith("bound") and len(self.points) != 1:
-            raise ValueError(f"a bound is one number, got {self.points} from {self.text!r}")
+            raise ValueError(f"a bound is one number (held at every measured point), got {self.points} from "
+                             f"{self.text!r}")
 
     @property
     def comparative(self) -> bool:
@@ -397,6 +527,13 @@ def parse_paper_value(text: str, unit: str = "") -> PaperValue:
 
 
 # ------------------------------------------------------------------------------------------ claims table
+#: Significance level of every test (two-sided 5 %; TOST at 5 %) and the power of the minimal detectable effect.
+ALPHA, POWER = 0.05, 0.8
+#: The columns of :func:`point_table`, one row per claim point.
+POINT_COLUMNS = ("point", "comparator", "rule", "paper_low", "paper_high", "gain_mean", "ci_low", "ci_high",
+                 "n_seeds", "p_value", "p_adjusted", "mde", "paper_detectable", "verdict", "verdict_uncorrected")
+
+
 def format_values(values: Sequence[float]) -> str:
     """Per-point numbers as a claims-table cell: ``/``-joined, 4 decimals (``nan`` when undetermined)."""
     return "/".join("nan" if not np.isfinite(v) else f"{v:+.4f}" for v in values)
@@ -409,62 +546,158 @@ def parse_values(cell) -> list[float]:
     return [float(s) for s in str(cell).split("/")]
 
 
-def _judge(paper: PaperValue, lows: Sequence[float], highs: Sequence[float]) -> str:
+def _rules(paper: PaperValue, n_points: int) -> list[tuple[str, float, float]]:
+    """Per measured point: the rule (``gain``, ``equivalence``, ``lower bound``, ``upper bound``, ``positive``)
+    and the paper's low/high value it judges against."""
     if paper.kind == "robust":
-        return robust_verdict(list(zip(lows, highs)))
-    if len(lows) != len(paper.points):
-        raise ValueError(f"{len(lows)} measured point(s) for the {len(paper.points)} of paper value {paper.text!r}")
-    if paper.kind == "gain":
-        return combine_verdicts([verdict(lo, hi, p) for lo, hi, p in zip(lows, highs, paper.points)])
-    if paper.kind.endswith("bound"):
-        return bound_verdict(lows[0], highs[0], paper.points[0][0], paper.kind.split()[0])
-    raise ValueError(f"paper value {paper.text!r} is not comparative: no rule applies")
+        return [("positive", np.nan, np.nan)] * n_points
+    if paper.kind.endswith("bound"):  # one bound, held at every measured point
+        return [(paper.kind, paper.points[0][0], paper.points[0][0])] * n_points
+    if paper.kind != "gain":
+        raise ValueError(f"paper value {paper.text!r} is not comparative: no rule applies")
+    if n_points != len(paper.points):
+        raise ValueError(f"{n_points} measured point(s) for the {len(paper.points)} of paper value {paper.text!r}")
+    return [("equivalence" if a < 0 < b else "gain", a, b) for a, b in paper.points]
 
 
-def claim_columns(intervals: Sequence[Interval], paper: PaperValue) -> dict:
-    """The claims-table columns ``gain_mean, ci_low, ci_high, n_seeds, verdict`` of one claim.
+def _p(rule: str, mean: float, se: float, n: int, a: float, b: float) -> float:
+    """The p-value a point's rule tests: vs 0 (gain, positive), TOST (equivalence), or that the bound holds
+    (two-sided convention: p < 0.05 exactly when the 95 % interval clears the bound)."""
+    if rule == "equivalence":
+        return tost_p(mean, se, n, (a, b))
+    if rule.endswith("bound"):
+        p = p_value(mean, se, n, a, "greater" if rule == "lower bound" else "less")
+        return min(1.0, 2.0 * p) if np.isfinite(p) else p
+    return p_value(mean, se, n)
 
-    ``intervals``: one per point of ``paper`` in its order (per condition for ``robust``).
-    ``n_seeds`` is the smallest n over the points.
+
+def point_verdict(rule: str, mean: float, low: float, high: float, n: int, a: float, b: float,
+                   p: float | None) -> str:
+    """The verdict of one point under its ``rule`` (:func:`point_table`'s column) against the paper's ``a..b``;
+    ``p`` (an adjusted p-value) replaces the interval's own decision when given."""
+    sig = None if p is None else bool(p < ALPHA)
+    if rule == "gain":
+        return verdict(low, high, (a, b), sig)
+    if rule == "equivalence":
+        return equivalence_verdict(mean, low, high, n, (a, b), p_adjusted=p)
+    if rule.endswith("bound"):
+        return bound_verdict(low, high, a, rule.split()[0], sig)
+    if not _check_interval(low, high):
+        return UNDETERMINED
+    nonzero = not (low <= 0.0 <= high) if sig is None else sig
+    return "inconclusive" if not nonzero else "reproduced" if mean > 0 else "contradicted"
+
+
+def point_table(paper: PaperValue, means: Sequence[float], lows: Sequence[float], highs: Sequence[float],
+                ns: Sequence[int], points: Sequence[str] | None = None, comparators: Sequence[str] | None = None,
+                adjust: str = "holm") -> pd.DataFrame:
+    """One row per point of a claim (:data:`POINT_COLUMNS`): its rule, p-value, the p-value adjusted over the
+    claim's points (``adjust``: ``"holm"``, ``"bh"`` or ``"none"``), the minimal detectable effect (80 %
+    power, two-sided 5 %, from the interval's standard error), whether the paper's value was detectable
+    (``|paper| >= mde``, gain rules only), the verdict from the adjusted decision and the uncorrected one.
+    A single point is never adjusted (its verdict is the interval's); identical points count once."""
+    k = len(means)
+    if not (len(lows) == len(highs) == len(ns) == k) or k == 0:
+        raise ValueError(f"point_table needs equally many means, lows, highs and ns (>= 1), got "
+                         f"{len(means)}, {len(lows)}, {len(highs)}, {len(ns)}")
+    if adjust not in ("holm", "bh", "none"):
+        raise ValueError(f"adjust must be 'holm', 'bh' or 'none', got {adjust!r}")
+    points = list(points) if points is not None else ([""] if k == 1 else [str(i + 1) for i in range(k)])
+    comparators = list(comparators) if comparators is not None else [""] * k
+    if len(points) != k or len(comparators) != k:
+        raise ValueError(f"{len(points)} point label(s) and {len(comparators)} comparator(s) for {k} point(s)")
+    rules = _rules(paper, k)
+    rows = []
+    for i, (rule, a, b) in enumerate(rules):
+        n = int(ns[i])
+        se = standard_error(lows[i], highs[i], n)
+        mde = min_detectable_effect(se, n, POWER, ALPHA)
+        detectable = bool(min(abs(a), abs(b)) >= mde) if rule == "gain" and np.isfinite(mde) else None
+        rows.append({"point": points[i], "comparator": comparators[i], "rule": rule, "paper_low": a, "paper_high": b,
+                     "gain_mean": float(means[i]), "ci_low": float(lows[i]), "ci_high": float(highs[i]),
+                     "n_seeds": n, "p_value": _p(rule, means[i], se, n, a, b), "mde": mde,
+                     "paper_detectable": detectable})
+    table = pd.DataFrame(rows)
+    # identical points (two paper levels read at one grid load, a default condition listed twice) are one test
+    key = table[["rule", "gain_mean", "ci_low", "ci_high", "n_seeds"]].round(12).apply(lambda r: repr(tuple(r)), axis=1)
+    first = ~key.duplicated()
+    pv = table.loc[first, "p_value"].to_numpy(dtype=float)
+    adjusted = pv if adjust == "none" or k == 1 else holm(pv) if adjust == "holm" else benjamini_hochberg(pv)
+    table["p_adjusted"] = key.map(dict(zip(key[first], adjusted)))
+    k = int(first.sum())
+    table["verdict_uncorrected"] = [point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds,
+                                                   r.paper_low, r.paper_high, None) for r in table.itertuples()]
+    table["verdict"] = [u if k == 1 or adjust == "none" else
+                        point_verdict(r.rule, r.gain_mean, r.ci_low, r.ci_high, r.n_seeds, r.paper_low,
+                                       r.paper_high, r.p_adjusted if np.isfinite(r.p_adjusted) else None)
+                        for u, r in zip(table["verdict_uncorrected"], table.itertuples())]
+    return table[list(POINT_COLUMNS)]
+
+
+def claim_columns(intervals: Sequence[Interval], paper: PaperValue, points: Sequence[str] | None = None,
+                  comparators: Sequence[str] | None = None) -> dict:
+    """The claims-table columns ``point, comparator, gain_mean, ci_low, ci_high, n_seeds, verdict`` of one claim.
+
+    ``intervals``: one per point of ``paper`` in its order (per condition for ``robust``); ``points`` labels
+    them and ``comparators`` names what each compares against (``/``-joined; :func:`point_table` explodes
+    them). ``n_seeds`` is the smallest n over the points; the verdict the weakest Holm-corrected point's.
     """
     if not intervals:
         raise ValueError("claim_columns needs at least one interval")
-    lows, highs = [iv.low for iv in intervals], [iv.high for iv in intervals]
-    return {"gain_mean": format_values([iv.mean for iv in intervals]), "ci_low": format_values(lows),
-            "ci_high": format_values(highs), "n_seeds": min(iv.n for iv in intervals),
-            "verdict": _judge(paper, lows, highs)}
+    table = point_table(paper, [iv.mean for iv in intervals], [iv.low for iv in intervals],
+                        [iv.high for iv in intervals], [iv.n for iv in intervals], points, comparators)
+    return {"point": "/".join(table["point"]), "comparator": "/".join(table["comparator"]),
+            "gain_mean": format_values(table["gain_mean"]), "ci_low": format_values(table["ci_low"]),
+            "ci_high": format_values(table["ci_high"]), "n_seeds": int(table["n_seeds"].min()),
+            "verdict": combine_verdicts(list(table["verdict"]))}
+
+
+def _split(cell, k: int) -> list[str]:
+    parts = [] if cell is None or (isinstance(cell, float) and np.isnan(cell)) else str(cell).split("/")
+    return parts if len(parts) == k else [""] * k if k > 1 or not parts else parts
+
+
+def row_points(row: pd.Series) -> pd.DataFrame:
+    """:func:`point_table` of a figure-level claims row (``paper_value``, ``unit``, the ``/``-joined interval
+    columns and, when recorded, ``point`` and ``comparator``)."""
+    paper = parse_paper_value(row["paper_value"], row.get("unit", ""))
+    means, lows, highs = (parse_values(row[c]) for c in ("gain_mean", "ci_low", "ci_high"))
+    k = len(lows)
+    return point_table(paper, means, lows, highs, [int(row["n_seeds"])] * k, _split(row.get("point"), k),
+                       _split(row.get("comparator"), k))
 
 
 def row_verdict(row: pd.Series) -> str:
-    """The verdict the rules give a claims-table row (``paper_value``, ``unit``, ``ci_low``, ``ci_high``)."""
-    paper = parse_paper_value(row["paper_value"], row.get("unit", ""))
-    return _judge(paper, parse_values(row["ci_low"]), parse_values(row["ci_high"]))
+    """The verdict the rules give a figure-level claims row: the weakest of its points' corrected verdicts."""
+    return combine_verdicts(list(row_points(row)["verdict"]))
 
 
 def verdict_violations(table: pd.DataFrame) -> list[str]:
-    """Problems of a claims table's rows that carry ``ci_low``/``ci_high`` (rows without them are skipped).
-
-    A row's verdict must equal :func:`row_verdict`; independently of that function, a gain claim whose
-    interval (any point) contains 0 must not be reproduced or direction only. Returns one message per
-    problem (empty when the table follows the rules).
-    """
-    cols = {"paper_value", "ci_low", "ci_high", "verdict"}
-    if not cols <= set(table.columns):
-        return []
+    """Problems of a tidy claims table (one row per claim point, :data:`POINT_COLUMNS`; rows without an interval
+    are skipped): each point's ``verdict`` and ``verdict_uncorrected`` must equal the rules' given its claim's
+    points (Holm within a claim), and, independently of those functions, a ``gain`` point whose interval
+    contains 0 must not be reproduced or direction only. Returns one message per problem."""
+    need = {"claim_id", "paper_value", "ci_low", "ci_high", "verdict", "verdict_uncorrected", "point"}
+    if not need <= set(table.columns):
+        return [f"claims table lacks column(s) {sorted(need - set(table.columns))}"]
     problems = []
-    for _, row in table.iterrows():
-        if pd.isna(row["ci_low"]) or pd.isna(row["ci_high"]):
-            continue
-        name = row.get("claim_id", row.name)
+    rows = table[table["ci_low"].notna() & table["ci_high"].notna()]
+    for claim, sub in rows.groupby("claim_id", sort=False):
+        first = sub.iloc[0]
         try:
-            expected = row_verdict(row)
+            paper = parse_paper_value(first["paper_value"], first.get("unit", ""))
+            ruled = point_table(paper, sub["gain_mean"].astype(float).tolist(), sub["ci_low"].astype(float).tolist(),
+                                sub["ci_high"].astype(float).tolist(), sub["n_seeds"].astype(int).tolist(),
+                                sub["point"].astype(object).fillna("").astype(str).tolist())
         except ValueError as exc:
-            problems.append(f"{name}: {exc}")
+            problems.append(f"{claim}: {exc}")
             continue
-        if row["verdict"] != expected:
-            problems.append(f"{name}: verdict {row['verdict']!r}, the rules give {expected!r}")
-        paper = parse_paper_value(row["paper_value"], row.get("unit", ""))
-        zero = any(lo <= 0 <= hi for lo, hi in zip(parse_values(row["ci_low"]), parse_values(row["ci_high"])))
-        if paper.kind == "gain" and zero and row["verdict"] in ("reproduced", "direction only"):
-            problems.append(f"{name}: an interval contains 0 but the verdict is {row['verdict']!r}")
+        for (_, got), (_, want) in zip(sub.iterrows(), ruled.iterrows()):
+            name = f"{claim} {got['point']}".strip()
+            for col in ("verdict", "verdict_uncorrected"):
+                if got[col] != want[col]:
+                    problems.append(f"{name}: {col} {got[col]!r}, the rules give {want[col]!r}")
+            if want["rule"] == "gain" and got["ci_low"] <= 0 <= got["ci_high"] and \
+                    got["verdict"] in ("reproduced", "direction only"):
+                problems.append(f"{name}: an interval contains 0 but the verdict is {got['verdict']!r}")
     return problems

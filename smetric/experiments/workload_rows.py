@@ -131,10 +131,11 @@ def on_main(fn: Callable[[pd.DataFrame], object]) -> Callable[[pd.DataFrame], ob
 
 def row_claims(df: pd.DataFrame, claims: Callable[[pd.DataFrame], list[dict]]) -> pd.DataFrame:
     """The rows of ``claims`` (same function, same rules) on every workload but the main one:
-    ``workload, claim_id, verdict``, the interval columns (empty where the claim has none), ``reproduced, reason``.
+    ``workload, claim_id, verdict``, the interval columns and ``point, comparator`` (empty where the claim has
+    none), ``reproduced, reason``.
     Not recorded in ``claims.csv``: the paper's claims are judged on the main workload."""
     out = []
     for workload, frame in workload_frames(df)[1:]:
         out += [{"workload": workload, **row} for row in claims(frame)]
     return pd.DataFrame(out, columns=["workload", "claim_id", "verdict", "gain_mean", "ci_low", "ci_high", "n_seeds",
-                                      "reproduced", "reason"])
+                                      "point", "comparator", "reproduced", "reason"])

@@ -1,0 +1,91 @@
+"""The committed record agrees with itself: figure CSVs -> claims.csv -> the README's generated tables.
+
+Every comparative interval of ``figures/claims.csv`` (and of ``claims_second_row.csv``) is recomputed here
+from the committed per-seed figure CSVs with the figure modules' own claims functions, and the README's
+generated block must be exactly :func:`~smetric.experiments.claims.readme_tables` of those two files.
+"""
+
+import pandas as pd
+import pytest
+
+from smetric.experiments.claims import README_BEGIN, README_END, paper_claims, readme_tables, tidy_claims
+from smetric.experiments.figure import csv_frames, figure_id, figure_modules
+from smetric.experiments.reproduce import repo_root
+
+FIGURES = repo_root() / "figures"
+KEY = ["claim_id", "point"]
+CHECKED = ["gain_mean", "ci_low", "ci_high", "n_seeds", "verdict", "verdict_uncorrected", "comparator"]
+
+
+def _recomputed() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Main-row and second-row claims of every figure, re-derived from its committed CSV (nothing simulated)."""
+    paper = paper_claims()[["paper_value", "unit"]]
+    main, second = [], []
+    for name, module in figure_modules().items():
+        path = FIGURES / f"{name}.csv"
+        if not path.exists():
+            continue
+        df = pd.read_csv(path)
+        rows = module.claims(df)
+        if rows:
+            main.append(pd.DataFrame(rows).assign(figure=figure_id(module)))
+        for stem, frame in csv_frames(module, df).items():
+            if stem.endswith("_second_row_claims") and not frame.empty:
+                second.append(frame)
+    join = lambda parts: tidy_claims(pd.concat(parts, ignore_index=True).join(paper, on="claim_id"))  # noqa: E731
+    return join(main), join(second)
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    return _recomputed()
+
+
+def _compare(committed: pd.DataFrame, fresh: pd.DataFrame, keys: list[str]) -> None:
+    committed = committed[committed["ci_low"].notna()].copy()
+    fresh = fresh[fresh["ci_low"].notna()].copy()
+    for t in (committed, fresh):
+        t["point"] = t["point"].fillna("").astype(str)
+    a, b = committed.set_index(keys).sort_index(), fresh.set_index(keys).sort_index()
+    assert list(a.index) == list(b.index), "the claim points differ"
+    for col in CHECKED:
+        if a[col].dtype.kind in "fi":
+            pd.testing.assert_series_equal(a[col].astype(float), b[col].astype(float), atol=1e-4, rtol=0,
+                                           check_names=False)
+        else:
+            assert a[col].fillna("").astype(str).tolist() == b[col].fillna("").astype(str).tolist(), col
+
+
+def test_every_comparative_interval_follows_from_the_figure_csvs(recomputed):
+    _compare(pd.read_csv(FIGURES / "claims.csv"), recomputed[0], KEY)
+
+
+def test_second_row_intervals_follow_from_the_figure_csvs(recomputed):
+    _compare(pd.read_csv(FIGURES / "claims_second_row.csv"), recomputed[1], ["workload", *KEY])
+
+
+def test_descriptive_verdicts_follow_from_the_figure_csvs(recomputed):
+    committed = pd.read_csv(FIGURES / "claims.csv").set_index("claim_id")
+    fresh = recomputed[0][recomputed[0]["ci_low"].isna()].set_index("claim_id")
+    assert committed.loc[fresh.index, "verdict"].tolist() == fresh["verdict"].tolist()
+    assert committed.loc[fresh.index, "band_source"].notna().all()  # every band has its source
+
+
+def test_readme_tables_are_generated_from_claims_csv():
+    text = (repo_root() / "README.md").read_text()
+    block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    second = FIGURES / "claims_second_row.csv"
+    expected = readme_tables(pd.read_csv(FIGURES / "claims.csv"), pd.read_csv(second) if second.exists() else None)
+    assert block == "\n" + expected, "README result tables differ: run python -m smetric.experiments.claims --readme"
+
+
+def test_claims_csv_is_tidy():
+    table = pd.read_csv(FIGURES / "claims.csv")
+    for col in ("gain_mean", "ci_low", "ci_high", "p_value", "p_adjusted", "mde", "n_seeds"):
+        assert pd.api.types.is_numeric_dtype(table[col]), col
+    assert not table.duplicated(KEY).any()
+    comparative = table[table["ci_low"].notna()]
+    assert comparative["mde"].gt(0).all() and comparative["comparator"].notna().all()
+    assert (comparative["p_adjusted"] >= comparative["p_value"] - 1e-12).all()
+    c12 = comparative[comparative["claim_id"] == "C12_gain_vs_load"]
+    assert c12["comparator"].nunique() == 1 and len(c12) == 4  # one comparator at every load
