@@ -59,7 +59,7 @@ fig = figure.plot(df)
 paths = save(figure, fig, df, context)
 
 # %% [markdown]
-# Per claim (and C12 load level): where it holds (reproduced or direction only) and where it fails (tie or contradicted), with the mean gain.
+# Per claim (and C12 load level): where it holds (reproduced or direction only) and where it fails (smaller than claimed, inconclusive or contradicted; Benjamini–Hochberg over the map, the uncorrected verdict kept beside it), with the mean gain.
 
 # %%
 print(figure.findings(df))
