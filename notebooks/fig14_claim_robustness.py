@@ -35,6 +35,7 @@ probe_start: dict = None  # workload -> first guess of the anchor (requests/min/
 minutes: float = None  # measured window of the agent workload (2 min: 8 seeds fit the make-figures budget)
 trace_minutes: float = None  # measured window of a real-trace workload variant (claude-code: ~6 requests per minute per instance at its peak, cheap to simulate)
 seeds: list = None  # workload seeds (paired)
+screening_seeds: list = None  # seeds on which the baselines alone fix each comparator (disjoint from seeds)
 warmup_frac: float = None  # share of the arrival span simulated but not measured
 
 # %%
@@ -46,7 +47,7 @@ context = run_context(quick=quick)
 params = figure.Params.preset(context.quick, variations=variations, trace=trace,
                               under_provisioned=under_provisioned,
                               policies=policies, split=split, n_instances=n_instances, multipliers=multipliers,
-                              probe_start=probe_start, minutes=minutes, trace_minutes=trace_minutes, seeds=seeds,
+                              probe_start=probe_start, minutes=minutes, trace_minutes=trace_minutes, seeds=seeds, screening_seeds=screening_seeds,
                               warmup_frac=warmup_frac)
 params
 
