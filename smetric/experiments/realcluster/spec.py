@@ -22,7 +22,9 @@ One file per experiment, with exactly these top-level keys (other keys may be ad
   ``measured_stages``: stage indices the published numbers cover, or ``all``.
   Optional inside ``load``: ``drain`` (stages run one at a time and wait for the previous stage to finish, as
   inference-perf does; default true for rate stages) and ``interval_s`` (the sleep after a drained stage, default
-  1 s = inference-perf's ``load.interval``).
+  1 s = inference-perf's ``load.interval``) and ``summary`` (``pooled``, the default: metrics over the measured
+  stages' requests together; ``stage-mean``: the mean of the per-stage metrics, as the llm-d reports' summary rows
+  are -- their output tok/s and TTFT are the means of their per-QPS rows).
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
@@ -55,6 +57,7 @@ HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving")
 #: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes).
 ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
 ARRIVALS = ("poisson", "constant", "concurrency")
+SUMMARIES = ("pooled", "stage-mean")
 
 
 class SpecError(ValueError):
@@ -113,6 +116,12 @@ class ExperimentSpec:
     def drain(self) -> bool:
         """True when stages run one at a time, each after the previous has finished."""
         return bool(self.load.get("drain", self.load["arrival"] != "concurrency"))
+
+    @property
+    def summary(self) -> str:
+        """``pooled``: metrics over the measured stages' requests together; ``stage-mean``: the mean of each
+        measured stage's metrics (the llm-d reports' summary rows are the mean of their per-QPS rows)."""
+        return str(self.load.get("summary", "pooled"))
 
     @property
     def measured_stages(self) -> list[int]:
@@ -199,6 +208,8 @@ def _check_load(path, load: Mapping) -> None:
             if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < len(stages):
                 _fail(path, "load.measured_stages",
                       f"stage {s!r} is not an index of load.stages (0..{len(stages) - 1})")
+    if load.get("summary", "pooled") not in SUMMARIES:
+        _fail(path, "load.summary", f"must be one of {', '.join(SUMMARIES)}, got {load['summary']!r}")
     if "interval_s" in load:
         _number(path, "load.interval_s", load["interval_s"], strict=False)
 
