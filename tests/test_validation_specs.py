@@ -137,6 +137,7 @@ def test_metric_definitions_of_each_harness():
     per_token = np.mean([1.0 / 10, 2.0 / 20])
     assert math.isclose(harness_metrics(rq, "kubeai-chat")["tpot_mean_s"], per_token)
     assert math.isclose(harness_metrics(rq, "inference-perf")["itl_mean_s"], 0.5 * per_token)  # chunk pairs
+    assert math.isclose(harness_metrics(rq, "inference-perf")["request_tps"], 2 / 1.0)  # sent over the sending span
     assert math.isclose(blis["output_tps"], 32 / 3.3) and math.isclose(blis["request_tps"], 2 / 3.3)
     assert math.isclose(blis["total_tps"], (32 + 200) / 3.3)
     assert math.isclose(blis["hit_ratio"], 50 / 200) and blis["success_ratio"] == 1.0

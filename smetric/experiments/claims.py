@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
+from .readme_blocks import rewrite_block
 from .verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
@@ -256,17 +257,9 @@ def render_readme(readme: str | Path | None = None, figures: str | Path | None =
     ctx = run_context()
     path = Path(readme) if readme is not None else ctx.root / "README.md"
     out = Path(figures) if figures is not None else figures_dir()
-    text = path.read_text()
-    if README_BEGIN not in text or README_END not in text:
-        raise ValueError(f"{path} has no generated claims block ({README_BEGIN!r} ... {README_END!r})")
     second = out / "claims_second_row.csv"
     block = readme_tables(pd.read_csv(out / "claims.csv"), pd.read_csv(second) if second.exists() else None)
-    head, rest = text.split(README_BEGIN, 1)
-    tail = rest.split(README_END, 1)[1]
-    new = f"{head}{README_BEGIN}\n{block}{README_END}{tail}"
-    if new != text:
-        path.write_text(new)
-    return new != text
+    return rewrite_block(path, README_BEGIN, README_END, block)
 
 
 def recompute_claims(figures: str | Path | None = None) -> list[str]:

@@ -272,6 +272,10 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
             from .claims import render_readme
 
             render_readme(context.root / "README.md", context.figures())
+            if (context.figures() / "fig16_real_clusters.csv").exists():
+                from .realcluster.scoring import render_readme as render_validation
+
+                render_validation(context.root / "README.md", context.figures())
     table = pd.DataFrame([r.__dict__ for r in runs])
     table.to_csv(context.build_dir / "runtimes.csv", index=False)
     return table

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["THROUGHPUT", "error_frame", "ratio_table", "ranking_table", "blis_table", "targets"]
+__all__ = ["THROUGHPUT", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table", "blis_table",
+           "targets", "readme_tables", "render_readme"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
 _RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
@@ -147,3 +148,40 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
         add(f"blis_{metric}", f"median |error| on BLIS's experiments <= BLIS's ({metric})", ours,
             len(g) > 0 and ours <= theirs, f"BLIS {theirs:.1%} over {len(g)} experiments" if len(g) else "none")
     return pd.DataFrame(rows)
+
+
+README_BEGIN = "<!-- validation:begin (generated from figures/fig16_real_clusters.csv) -->"
+README_END = "<!-- validation:end -->"
+_FAMILY_METRICS = {"throughput": THROUGHPUT, "TTFT": ("ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s"),
+                   "E2E": ("e2e_mean_s", "e2e_p90_s", "e2e_p99_s"), "ITL/TPOT": ("itl_mean_s", "tpot_mean_s")}
+
+
+def readme_tables(df: pd.DataFrame) -> str:
+    """The README's validation tables (markdown): median |error| per experiment and metric family, the ranking
+    and the targets."""
+    pub = _published(df)
+    rank = ranking_table(df).set_index("experiment")
+    head = "| experiment | routers | " + " | ".join(f"{f} med. abs. err." for f in _FAMILY_METRICS)
+    out = [head + " | ranking (Kendall tau) |", "|---|--:|" + "--:|" * len(_FAMILY_METRICS) + "---|"]
+    for exp, g in pub.groupby("experiment", sort=False):
+        cells = []
+        for metrics in _FAMILY_METRICS.values():
+            errs = g[g["metric"].isin(metrics)]["rel_error"]
+            cells.append(f"{_median_abs(errs):.0%} ({len(errs)})" if len(errs) else "")
+        tau = f"{rank.loc[exp, 'kendall_tau']:+.2f}" if exp in rank.index else ""
+        out.append(f"| {exp} | {g['router'].nunique()} | " + " | ".join(cells) + f" | {tau} |")
+    out += ["", "| target | rule | value | verdict | detail |", "|---|---|--:|---|---|"]
+    for _, r in targets(df).iterrows():
+        value = f"{r['value']:.1%}" if r["value"] == r["value"] else ""
+        out.append(f"| {r['target']} | {r['rule']} | {value} | **{r['verdict']}** | {r['detail']} |")
+    return "\n".join(out) + "\n"
+
+
+def render_readme(readme, figures) -> bool:
+    """Rewrite the README's validation block from ``figures/fig16_real_clusters.csv``; True when it changed."""
+    from pathlib import Path
+
+    from ..readme_blocks import rewrite_block
+
+    frame = pd.read_csv(Path(figures) / "fig16_real_clusters.csv")
+    return rewrite_block(readme, README_BEGIN, README_END, readme_tables(frame))
