@@ -157,3 +157,13 @@ def test_targets_ranking_and_ratios():
     assert math.isclose(ratios.loc["a", "measured_ratio"], 2.0) and math.isclose(ratios.loc["c", "ratio_error"], 1.4)
     t = scoring.targets(spec_like).set_index("target")
     assert t.loc["ranking", "verdict"] == "missed" and t.loc["router_ratios", "verdict"] == "missed"
+
+
+def test_readme_validation_block_is_generated_from_the_committed_csv():
+    from smetric.context import run_context
+    from smetric.experiments.readme_blocks import read_block
+
+    root = run_context().root
+    block = read_block(root / "README.md", scoring.README_BEGIN, scoring.README_END)
+    frame = pd.read_csv(root / "figures" / "fig16_real_clusters.csv")
+    assert block.strip() == scoring.readme_tables(frame).strip()
