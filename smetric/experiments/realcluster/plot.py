@@ -49,7 +49,11 @@ def plot_real_clusters(df: pd.DataFrame):
         ax.set_xlabel("measured")
         ax.set_ylabel("predicted")
         ax.set_title(title)
-    axes.flat[0].legend(fontsize=8, loc="upper left")
+    handles = {}
+    for ax in axes.flat[:4]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    axes.flat[0].legend(handles.values(), handles.keys(), fontsize=8, loc="upper left", title="experiments")
     ax = axes.flat[4]
     ratios = ratio_table(df)
     if len(ratios):
