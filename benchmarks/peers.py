@@ -26,17 +26,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import Row, print_rows
+from benchmarks.common import Row, print_rows, run_process
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = 40
@@ -126,35 +124,26 @@ def write_blis_trace(workload, path: Path) -> None:
             f.write(f'{float(t) - t0:.6f},req_{i},llama,"[{prompt}]","[{reply}]"\n')
 
 
-def _timed_process(argv: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(wall s, user + system CPU s, exit code) of one child process, its output discarded."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    code = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), code
-
-
 def compare(peer: Peer, trace: Path, pairs: int) -> list[Row]:
     """``pairs`` interleaved (peer, smetric) runs after one warm-up of each; the rows of the comparison."""
     ours = [sys.executable, *SMETRIC_COMMAND]
     with tempfile.TemporaryDirectory() as out:
         argv = peer.argv(trace, Path(out))
-        _timed_process(ours, ROOT)
-        first = _timed_process(argv, peer.cwd)
-        if first[2] != 0:
+        run_process(ours, ROOT)
+        first = run_process(argv, peer.cwd)
+        if first.code != 0:
             return [Row(f"vs {peer.name} ({peer.version})",
-                        f"FAILED: exit {first[2]} of `{' '.join(argv)}` (run it by hand to see why)", math.nan, "")]
-        runs = [(_timed_process(argv, peer.cwd), _timed_process(ours, ROOT)) for _ in range(pairs)]
+                        f"FAILED: exit {first.code} of `{' '.join(argv)}` (run it by hand to see why)", math.nan, "")]
+        runs = [(run_process(argv, peer.cwd), run_process(ours, ROOT)) for _ in range(pairs)]
     g = f"vs {peer.name} ({peer.version}), azure-conv, {INSTANCES} instances, {pairs} pairs"
     med = statistics.median
-    return [Row(g, f"{peer.name} whole process: wall (median)", med(p[0] for p, _ in runs), "s"),
-            Row(g, f"{peer.name} whole process: CPU (median)", med(p[1] for p, _ in runs), "s"),
-            Row(g, "smetric simulate whole process: wall (median)", med(o[0] for _, o in runs), "s"),
-            Row(g, "speed-up, whole process wall (median of pair ratios)", med(p[0] / o[0] for p, o in runs), "x",
-                TARGETS[peer.name]),
-            Row(g, "speed-up, whole process CPU (median of pair ratios)", med(p[1] / o[1] for p, o in runs), "x")]
+    return [Row(g, f"{peer.name} whole process: wall (median)", med(p.wall for p, _ in runs), "s"),
+            Row(g, f"{peer.name} whole process: CPU (median)", med(p.cpu for p, _ in runs), "s"),
+            Row(g, f"{peer.name} whole process: peak RSS (median)", med(p.rss_mb for p, _ in runs), "MB"),
+            Row(g, "smetric simulate whole process: wall (median)", med(o.wall for _, o in runs), "s"),
+            Row(g, "speed-up, whole process wall (median of pair ratios)", med(p.wall / o.wall for p, o in runs),
+                "x", TARGETS[peer.name]),
+            Row(g, "speed-up, whole process CPU (median of pair ratios)", med(p.cpu / o.cpu for p, o in runs), "x")]
 
 
 def run(pairs: int = 3) -> list[Row]:
