@@ -1,8 +1,9 @@
 """``python -m benchmarks`` (``make bench``): the engine benchmarks, one table.
 
 Sections: speed of the reference hour (and the speed-up over the pure-Python reference, compile
-time, memory), scaling with instances and trace length, the peer comparison on the Azure trace, and the
-whole ``smetric simulate`` process on that trace (start-up included).
+time, memory), scaling with instances (32 -> 4,096) and trace length, the engine phase on the Azure trace,
+the whole ``smetric simulate`` process on that trace (start-up included), and the side-by-side runs against
+SplitwiseSim and BLIS where they are installed (``benchmarks/README.md``; skipped with a message otherwise).
 ``--quick`` shrinks the scenario (15 min instead of an hour, fewer scaling points) for a smoke run.
 Other benchmarks in this folder (perf-model accuracy, sweep overhead) run on their own.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import cli_startup, engine_peer, engine_scaling, engine_speed
+from benchmarks import cli_startup, engine_peer, engine_scaling, engine_speed, peers
 from benchmarks.common import print_rows
 
 
@@ -23,10 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         rows = (engine_speed.run(minutes=15.0, reference_minutes=1.0)
-                + engine_scaling.run(instances=(8, 32), lengths=(1, 2), base_minutes=3.0)
-                + engine_peer.run(repeats=1) + cli_startup.run(repeats=2))
+                + engine_scaling.run(instances=(32, 64), lengths=(1, 2), base_minutes=3.0, hour_instances=64,
+                                     hour_lengths=(1.0, 2.0), scale_at_32=3.0)
+                + engine_peer.run(repeats=1) + cli_startup.run(repeats=2) + peers.run(pairs=1))
     else:
-        rows = engine_speed.run() + engine_scaling.run() + engine_peer.run() + cli_startup.run()
+        rows = (engine_speed.run() + engine_scaling.run() + engine_peer.run() + cli_startup.run()
+                + peers.run())
     print_rows(rows)
     return 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import subprocess
 import time
 from dataclasses import dataclass
 
@@ -33,6 +35,26 @@ def timed(fn):
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn()
     return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """One child process timed from outside: wall and user + system CPU seconds, peak RSS (MB), exit code."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+    code: int
+
+
+def run_process(argv: list[str], cwd=None) -> ProcessRun:
+    """Run ``argv`` (output discarded) and return its own accounting (``os.wait4``: this child only)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ProcessRun(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1e3, proc.returncode)
 
 
 def _fmt(x: float) -> str:

@@ -1,60 +1,172 @@
-"""Engine scaling: CPU time against the number of instances (8 -> 128, 15 min of arrivals at 45
-requests per minute per instance) and against the trace length (1x -> 8x of 7.5 min on 32
-instances); the fitted log-log slope is the measured complexity exponent.
+"""Engine scaling to production size: CPU per request against the number of instances (32 -> 4,096) and
+against the trace length, peak memory, and the one-hour agent benchmark at 1,024 (and 4,096) instances.
 
-Run: ``.venv/bin/python -m benchmarks.engine_scaling``.
+Scenario: the default synthetic agent workload (``smetric.experiments.setups.agent_workload``, 45 requests per
+minute per instance, 6 h of session warm-up) on the paper's 30B testbed (``paper_cluster("30b", n_instances=N)``),
+policy ``smetric``. The per-instance load is fixed, so the requests grow with N; to keep the whole benchmark within
+~5 minutes on 2 cores the window shrinks as N grows: ``max(0.5, 15 * 32 / N)`` minutes (15 min at 32 instances,
+30 s from 1,024 on; ~21,000 requests up to 512 instances, then 22,000 -> 92,000). Comparing CPU *per request*
+across these windows assumes CPU grows linearly with the window; the length rows measure that assumption (at 32
+and at 1,024 instances).
+
+Each point runs in a fresh interpreter, so its peak RSS is its own: ``rss_workload`` is the peak after generating
+the workload and building the engine input (the generator's 6 h of sessions dominate it), ``rss_peak`` after the
+engine ran; ``state`` is the engine's own state arrays.
+
+The one-hour rows at 1,024 and 4,096 instances are **extrapolated** (labelled so) from the measured 1,024-instance
+lengths: ``CPU(60 min) = CPU(longest window) * (60 / window) ** b``, with ``b`` the length exponent fitted at 1,024
+instances; ``--full-hour`` measures the 1,024-instance hour instead (about 2.8 M requests; minutes of CPU and
+several GB today).
+
+Run: ``.venv/bin/python -m benchmarks.engine_scaling [--full-hour]``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
 import sys
 
 import numpy as np
 
-from benchmarks.common import Row, run_main, timed
+from benchmarks.common import Row, print_rows
 
 POLICY = "smetric"
+INSTANCES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+LENGTHS = (1, 2, 4, 8)  # multiples of ``base_minutes`` on 32 instances
+HOUR_INSTANCES = 1024
+HOUR_LENGTHS = (0.5, 1.0, 2.0)  # minutes measured at HOUR_INSTANCES to fit the length exponent there
+SCALE_MINUTES, SCALE_FLOOR = 15.0, 0.5  # window at 32 instances, shortest window
 
 
-def _cpu(instances: int, minutes: float) -> tuple[float, int]:
-    from smetric.cluster.engine import run_engine
-    from smetric.cluster.inputs import prepare
-    from smetric.experiments.setups import agent_workload, paper_cluster
-
-    wl = agent_workload(instances, minutes)
-    inp = prepare(wl, paper_cluster("30b", n_instances=instances), POLICY)
-    _, cpu, _ = timed(lambda: run_engine(inp))
-    return cpu, len(wl)
+def scale_minutes(n: int, at_32: float = SCALE_MINUTES, floor: float = SCALE_FLOOR) -> float:
+    """Window (minutes) of the N-instance point: ``at_32`` minutes at 32 instances, shrinking as 1/N, at least
+    ``floor``."""
+    if n < 1 or not at_32 > 0 or not floor > 0:
+        raise ValueError(f"scale_minutes needs n >= 1, at_32 > 0, floor > 0; got {n}, {at_32}, {floor}")
+    return max(floor, at_32 * 32 / n)
 
 
-def _slope(x: list[float], y: list[float]) -> float:
+def slope(x, y) -> float:
+    """Least-squares slope of log(y) on log(x): the fitted exponent of y ∝ x^b."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f"slope needs >= 2 positive points, got x={x.tolist()}, y={y.tolist()}")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def run(instances=(8, 16, 32, 64, 128), lengths=(1, 2, 4, 8), base_minutes: float = 7.5) -> list[Row]:
-    """Measure and return the table rows."""
-    from smetric.cluster.engine import compile_engine
+def extrapolate(cpu: float, minutes: float, target_minutes: float, exponent: float) -> float:
+    """CPU of ``target_minutes`` from a measured ``cpu`` over ``minutes`` on CPU ∝ length^exponent."""
+    return cpu * (target_minutes / minutes) ** exponent
+
+
+def measure_point(instances: int, minutes: float) -> dict:
+    """One point in this process: requests, engine CPU and wall (s), workload time, memory (MB)."""
+    import resource
+
+    from benchmarks.common import timed
+    from smetric.cluster.engine import compile_engine, run_engine, state_bytes
+    from smetric.cluster.inputs import prepare
+    from smetric.experiments.setups import agent_workload, paper_cluster
 
     compile_engine()
+    gen_wall, _, inp = timed(lambda: prepare(agent_workload(instances, minutes),
+                                             paper_cluster("30b", n_instances=instances), POLICY))
+    rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    wall, cpu, _ = timed(lambda: run_engine(inp))
+    return {"instances": instances, "minutes": minutes, "requests": int(inp.n), "cpu_s": cpu, "wall_s": wall,
+            "workload_s": gen_wall, "state_mb": state_bytes(inp) / 1e6, "rss_workload_mb": rss_workload,
+            "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
+
+
+def _child_point(instances: int, minutes: float) -> dict:
+    """:func:`measure_point` in a fresh interpreter (its own peak RSS)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.engine_scaling", "--point", str(instances), str(minutes)],
+                          capture_output=True, text=True, cwd=root)
+    if proc.returncode != 0:
+        raise RuntimeError(f"scaling point {instances} instances x {minutes:g} min failed "
+                           f"(exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_instances: int = HOUR_INSTANCES,
+        hour_lengths=HOUR_LENGTHS, scale_at_32: float = SCALE_MINUTES, full_hour: bool = False) -> list[Row]:
+    """Measure every point and return the table rows."""
+    cache: dict[tuple[int, float], dict] = {}
+
+    def point(n: int, m: float) -> dict:
+        if (n, m) not in cache:
+            cache[(n, m)] = _child_point(n, m)
+        return cache[(n, m)]
+
     rows: list[Row] = []
-    cpus, reqs = [], []
-    for n in instances:
-        cpu, k = _cpu(n, 15.0)
-        cpus.append(cpu)
-        reqs.append(k)
-        rows.append(Row("instances", f"{n} instances, 15 min ({k:,} requests): CPU", cpu, "s"))
-    rows.append(Row("instances", "exponent of CPU vs instances (requests grow with instances)",
-                    _slope(list(instances), cpus), ""))
-    rows.append(Row("instances", "exponent of CPU per request vs instances",
-                    _slope(list(instances), [c / k for c, k in zip(cpus, reqs)]), ""))
-    cpus = []
-    for m in lengths:
-        cpu, k = _cpu(32, base_minutes * m)
-        cpus.append(cpu)
-        rows.append(Row("length", f"{m}x = {base_minutes * m:g} min on 32 instances ({k:,} requests): CPU", cpu, "s"))
-    rows.append(Row("length", "exponent of CPU vs trace length", _slope(list(lengths), cpus), ""))
+    scale = [point(n, scale_minutes(n, scale_at_32)) for n in instances]
+    for p in scale:
+        g = f"{p['instances']:,} instances"
+        rows += [Row(g, f"{p['minutes']:g} min ({p['requests']:,} requests): engine CPU", p["cpu_s"], "s"),
+                 Row(g, "CPU per request", 1e6 * p["cpu_s"] / p["requests"], "µs"),
+                 Row(g, "peak RSS after the workload and engine input", p["rss_workload_mb"], "MB"),
+                 Row(g, "peak RSS after the run", p["rss_peak_mb"], "MB"),
+                 Row(g, "engine state arrays", p["state_mb"], "MB")]
+    n_x = [p["instances"] for p in scale]
+    per_req = [p["cpu_s"] / p["requests"] for p in scale]
+    rows.append(Row("instances", f"exponent of CPU per request vs instances ({n_x[0]}-{n_x[-1]})",
+                    slope(n_x, per_req), "", "<= 0.3"))
+    top = [i for i, n in enumerate(n_x) if n >= 256]
+    if len(top) >= 2:
+        rows.append(Row("instances", f"same, {n_x[top[0]]}-{n_x[-1]} only",
+                        slope([n_x[i] for i in top], [per_req[i] for i in top]), "", "<= 0.3"))
+
+    series = [point(32, base_minutes * m) for m in lengths]
+    for m, p in zip(lengths, series):
+        rows.append(Row("length, 32 instances", f"{m}x = {p['minutes']:g} min ({p['requests']:,} requests): CPU",
+                        p["cpu_s"], "s"))
+    rows += [Row("length, 32 instances", "exponent of CPU vs trace length",
+                 slope(lengths, [p["cpu_s"] for p in series]), ""),
+             Row("length, 32 instances", "exponent of CPU per request vs trace length",
+                 slope(lengths, [p["cpu_s"] / p["requests"] for p in series]), "")]
+
+    g = f"hour, {hour_instances:,} instances"
+    hour = [point(hour_instances, m) for m in hour_lengths]
+    b = slope(hour_lengths, [p["cpu_s"] for p in hour])
+    rows += [Row(g, f"{m:g} min ({p['requests']:,} requests): CPU", p["cpu_s"], "s")
+             for m, p in zip(hour_lengths, hour)]
+    rows += [Row(g, "exponent of CPU vs trace length", b, ""),
+             Row(g, "exponent of CPU per request vs trace length",
+                 slope(hour_lengths, [p["cpu_s"] / p["requests"] for p in hour]), "")]
+    last = hour[-1]
+    if full_hour:
+        p = point(hour_instances, 60.0)
+        rows += [Row(g, f"one hour ({p['requests']:,} requests), measured: CPU", p["cpu_s"], "s", "<= 20"),
+                 Row(g, "one hour: peak RSS", p["rss_peak_mb"], "MB")]
+    else:
+        rows.append(Row(g, f"one hour, EXTRAPOLATED from {hour_lengths[0]:g}-{hour_lengths[-1]:g} min: CPU",
+                        extrapolate(last["cpu_s"], last["minutes"], 60.0, b), "s",
+                        "<= 20" if hour_instances == HOUR_INSTANCES else "report"))
+    biggest = scale[-1]
+    if biggest["instances"] > hour_instances:
+        rows.append(Row(f"hour, {biggest['instances']:,} instances",
+                        f"one hour, EXTRAPOLATED from its {biggest['minutes']:g} min with the {hour_instances:,}-"
+                        "instance length exponent: CPU",
+                        extrapolate(biggest["cpu_s"], biggest["minutes"], 60.0, b), "s", "<= 120"))
     return rows
 
 
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry (``--point N MINUTES`` is the child of one point: prints its JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full-hour", action="store_true", help="measure the 1,024-instance hour, not extrapolate")
+    parser.add_argument("--point", nargs=2, metavar=("N", "MINUTES"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.point:
+        print(json.dumps(measure_point(int(args.point[0]), float(args.point[1]))))
+        return 0
+    print_rows(run(full_hour=args.full_hour))
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(run_main(__doc__, run))
+    sys.exit(main())
