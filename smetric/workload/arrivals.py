@@ -9,7 +9,7 @@ Statistics (:func:`burstiness`, of a sorted array of times in s):
 * ``peak_to_mean_60s`` -- the busiest complete minute's count over the mean count per minute.
 A statistic needs at least two complete windows (or two gaps) and is NaN otherwise.
 :func:`workload_burstiness` gives them for a workload's request arrivals (``arrival_*``) and session starts
-(``session_start_*``: each session's first request in the workload), and ``session_gap_cv``, the CV of the
+(``session_start_*``: the requests with turn 0; in a time window, sessions begun before it do not count), and ``session_gap_cv``, the CV of the
 gaps between consecutive requests of the same session, pooled over sessions (the within-session call timing;
 in a loaded trace without absolute times, such as kv-cache-tester's, the only recorded timing).
 
@@ -76,9 +76,8 @@ def burstiness(times: np.ndarray, windows: Sequence[float] = BURSTINESS_WINDOWS)
 
 def workload_burstiness(workload: Workload) -> dict[str, float]:
     """Burstiness of ``workload``'s request arrivals and session starts, and its within-session gap CV."""
-    _, first = np.unique(workload.session, return_index=True)
     out = {f"arrival_{k}": v for k, v in burstiness(workload.arrival).items()}
-    out.update({f"session_start_{k}": v for k, v in burstiness(workload.arrival[first]).items()})
+    out.update({f"session_start_{k}": v for k, v in burstiness(workload.arrival[workload.turn == 0]).items()})
     order = np.lexsort((workload.arrival, workload.session))
     same = workload.session[order][1:] == workload.session[order][:-1]
     gaps = np.diff(workload.arrival[order])[same]
