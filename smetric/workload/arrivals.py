@@ -8,10 +8,11 @@ Statistics (:func:`burstiness`, of a sorted array of times in s):
   renewal process tends to ``iat_cv**2`` for long windows);
 * ``peak_to_mean_60s`` -- the busiest complete minute's count over the mean count per minute.
 A statistic needs at least two complete windows (or two gaps) and is NaN otherwise.
-:func:`workload_burstiness` gives them for a workload's request arrivals (``arrival_*``) and session starts
-(``session_start_*``: the requests with turn 0; in a time window, sessions begun before it do not count), and ``session_gap_cv``, the CV of the
-gaps between consecutive requests of the same session, pooled over sessions (the within-session call timing;
-in a loaded trace without absolute times, such as kv-cache-tester's, the only recorded timing).
+:func:`workload_burstiness` gives them for a workload's request arrivals (``arrival_*``) and session
+starts (``session_start_*``: the requests with turn 0; in a time window, sessions begun before it do not
+count), and ``session_gap_cv``, the CV of the gaps between consecutive requests of the same session, pooled
+over sessions (the within-session call timing; in a loaded trace without absolute times, such as
+kv-cache-tester's, the only recorded timing).
 
 Processes (:class:`ArrivalProcess`, the ``arrival`` field of
 :class:`~smetric.workload.synthetic.SessionWorkloadConfig`), all with the configured mean rate:
