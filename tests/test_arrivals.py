@@ -130,3 +130,20 @@ def test_fitted_table_is_sourced_and_loads():
             assert fitted_arrival(trace, kind).kind == kind
     with pytest.raises(ValueError, match="no fitted arrivals"):
         fitted_arrival("nope", "mmpp")
+
+
+def test_azure_code_fit_is_reproduced_from_the_shipped_trace():
+    """The table's numbers come from the trace by the stated method (4 significant digits)."""
+    from smetric.workload import load_trace
+
+    entry = json.loads(fitted_arrivals_path().read_text())["fits"]["azure-code"]
+    wl = load_trace("azure-code")
+    starts = np.sort(wl.arrival[wl.turn == 0])
+    rate = (len(starts) - 1) / (starts[-1] - starts[0])
+    stats = {k.removeprefix("session_start_"): v for k, v in workload_burstiness(wl).items()
+             if k.startswith("session_start_")}
+    assert rate == pytest.approx(entry["session_rate_per_s"], rel=1e-3)
+    assert fit_gamma(stats).cv == pytest.approx(entry["processes"]["gamma"]["cv"], rel=1e-3)
+    mmpp = fit_mmpp(stats, rate)
+    assert mmpp.rate_cv == pytest.approx(entry["processes"]["mmpp"]["rate_cv"], rel=1e-3)
+    assert mmpp.switch_s == pytest.approx(entry["processes"]["mmpp"]["switch_s"], rel=1e-3)
