@@ -147,3 +147,12 @@ def test_azure_code_fit_is_reproduced_from_the_shipped_trace():
     mmpp = fit_mmpp(stats, rate)
     assert mmpp.rate_cv == pytest.approx(entry["processes"]["mmpp"]["rate_cv"], rel=1e-3)
     assert mmpp.switch_s == pytest.approx(entry["processes"]["mmpp"]["switch_s"], rel=1e-3)
+
+
+def test_characterize_json_prints_the_burstiness(capsys):
+    from smetric.cli import main
+
+    assert main(["characterize", "azure-conv", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arrival_iod_60s"] == pytest.approx(16.13, rel=1e-3)  # data/presets/README.md
+    assert out["session_start_iat_cv"] == out["arrival_iat_cv"] and out["session_gap_cv"] is None
