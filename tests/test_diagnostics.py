@@ -31,7 +31,7 @@ def _hand_built() -> SimResult:
         "hit_hbm": [0, 64, 0, 0], "hit_dram": [0, 32, 0, 0], "hit_global": [0, 0, 0, 48],
     })
     instances = pd.DataFrame({"instance": [0, 1, 2], "role": ["prefill", "prefill", "decode"]})
-    # samples: t=0 waiting (2, 0) -> 2; t=1 idle -> skipped; t=2 (1, 1) -> 1; the decode instance never counts
+    # waiting: max over instances (2, 0, 1), mean (1, 0, 1) -> 3 / 2; the decode instance never counts
     timeseries = pd.DataFrame({
         "time": [0.0, 1.0, 2.0] * 3, "instance": np.repeat([0, 1, 2], 3),
         "waiting": [2, 0, 1, 0, 0, 1, 50, 50, 50], "running": [1, 0, 3, 1, 0, 1, 9, 9, 9],
@@ -43,8 +43,8 @@ def _hand_built() -> SimResult:
 def test_definitions_on_a_hand_built_run():
     d = _hand_built().diagnostics()
     assert set(d) == DIAGNOSTIC_KEYS
-    assert d["imbalance_waiting_time_avg"] == pytest.approx((2.0 + 1.0) / 2)
-    assert d["imbalance_running_time_avg"] == pytest.approx((1.0 + 1.5) / 2)  # t=0: 1/1; t=2: 3/2
+    assert d["imbalance_waiting_time_avg"] == pytest.approx(3.0 / 2.0)
+    assert d["imbalance_running_time_avg"] == pytest.approx(4.0 / 3.0)  # max (1, 0, 3), mean (1, 0, 2)
     assert d["n_followups_routed"] == 2 and d["followup_moved_share"] == 0.5
     assert d["local_reuse_opportunity_tokens"] == 128 + 64
     assert d["local_reuse_lost_moved_share"] == pytest.approx(64 / 192)   # global hits do not count as local

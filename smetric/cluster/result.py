@@ -30,9 +30,10 @@ Definitions used by :meth:`SimResult.summary`:
 Mechanism diagnostics, :meth:`SimResult.diagnostics` (kept out of :meth:`SimResult.summary`, whose keys the
 figures store wholesale; ``smetric simulate --json`` prints both):
 
-* **imbalance over time** -- at each time-series sample, max / mean across the routable instances of the
-  waiting requests (``imbalance_waiting_time_avg``) and of the running batch (``imbalance_running_time_avg``),
-  averaged over the samples whose mean is > 0 (an idle cluster has no imbalance to average);
+* **imbalance over time** -- the time average of the largest routable instance's waiting requests over the
+  time average of their mean across the routable instances (``imbalance_waiting_time_avg``), and the same of
+  the running batch (``imbalance_running_time_avg``): a ratio of time averages, so samples where a single
+  request waits somewhere (max / mean = N at that instant) weigh by how much waits, not by how often;
 * **follow-ups moved** -- the share of follow-ups (a request with a parent, both routed) routed to another
   (prefill) instance than their parent (``followup_moved_share``);
 * **local reuse lost** -- a follow-up's *local opportunity* is its parent's prompt + reply, capped at its own
@@ -216,8 +217,8 @@ class SimResult:
 
         def over_time(col: str) -> float:
             by_time = ts.groupby("time")[col].agg(["max", "mean"])
-            by_time = by_time[by_time["mean"] > 0]
-            return float((by_time["max"] / by_time["mean"]).mean()) if len(by_time) else float("nan")
+            mean = float(by_time["mean"].mean()) if len(by_time) else 0.0
+            return float(by_time["max"].mean()) / mean if mean > 0 else float("nan")
 
         rq = self.measured(since)
         full = self.requests

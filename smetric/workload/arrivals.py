@@ -35,6 +35,7 @@ process generated in operational time, so the mean rate over whole periods is un
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +105,7 @@ class ArrivalProcess:
             raise ValueError(f"ArrivalProcess.kind must be one of {ARRIVAL_KINDS}, got {self.kind!r}")
         for name in ("cv", "rate_cv", "switch_s", "diurnal_amplitude", "diurnal_period_s", "diurnal_peak_s"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and np.isfinite(v)):
+            if isinstance(v, bool) or not (isinstance(v, numbers.Real) and np.isfinite(v)):
                 raise ValueError(f"ArrivalProcess.{name} must be a finite number, got {v!r}")
         if not self.cv > 0:
             raise ValueError(f"ArrivalProcess.cv must be > 0, got {self.cv!r}")
@@ -157,6 +158,7 @@ def _renewal(draw, first, n: int | None, span: float | None, chunk: int) -> np.n
 
 
 def _mmpp(rng: np.random.Generator, rate: float, p: ArrivalProcess, n: int | None, span: float | None) -> np.ndarray:
+    """Points of the two-state MMPP from 0, in blocks of 256 sojourns (first ``n``, or those below ``span``)."""
     mult, sojourn = _mmpp_states(p.rate_cv, p.switch_s)
     state = int(rng.random() >= sojourn[0] / sojourn.sum())  # stationary start: share = sojourn share
     edge, times, count = 0.0, [], 0
