@@ -156,3 +156,10 @@ def test_characterize_json_prints_the_burstiness(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["arrival_iod_60s"] == pytest.approx(16.13, rel=1e-3)  # data/presets/README.md
     assert out["session_start_iat_cv"] == out["arrival_iat_cv"] and out["session_gap_cv"] is None
+
+
+def test_a_preset_with_gamma_starts_hits_the_cv():
+    """bailian-coder, 1 h after a 1 h warm-up (~8,000 starts): the starts' inter-arrival CV within 10 % of 2."""
+    wl = synth_agent_workload(seed=1, preset="bailian-coder", duration=3600.0, warmup=3600.0,
+                              arrival=ArrivalProcess(kind="gamma", cv=2.0))
+    assert workload_burstiness(wl)["session_start_iat_cv"] == pytest.approx(2.0, rel=0.1)
