@@ -124,7 +124,9 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--as-deployed", action="store_true",
                         help="start from the policy's sourced 'as deployed' information model "
                              "(data/routers/as_deployed.json); the flags above override its fields")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary and the mechanism diagnostics (SimResult.diagnostics) as one "
+                             "JSON object")
     parser.add_argument("--out", help="directory for requests/instances/timeseries/summary CSVs (checked first; "
                                       "default: none written)")
     add_limit_arguments(parser)
@@ -179,7 +181,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             print(f"smetric simulate: cannot write --out {args.out}: {exc}", file=sys.stderr)
             return 1
     if args.json:
-        out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+        merged = {**summary, **result.diagnostics()}  # the mechanism diagnostics, JSON output only
+        out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in merged.items()}
         print(json.dumps({"trace": workload.name, "policy": args.policy, "load": args.load,
                           "queue": cluster.queue.name, "cluster": cluster.describe(), **out}, indent=1))
     else:

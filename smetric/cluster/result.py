@@ -26,6 +26,22 @@ Definitions used by :meth:`SimResult.summary`:
   (:mod:`smetric.cluster.sampling`); ``busy_mean`` is the mean over samples and instances, ``busy_cv`` the
   coefficient of variation over time of the cluster's busy fraction (sawtooth utilisation shows
   as a high value).
+
+Mechanism diagnostics, :meth:`SimResult.diagnostics` (kept out of :meth:`SimResult.summary`, whose keys the
+figures store wholesale; ``smetric simulate --json`` prints both):
+
+* **imbalance over time** -- the time average of the largest routable instance's waiting requests over the
+  time average of their mean across the routable instances (``imbalance_waiting_time_avg``), and the same of
+  the running batch (``imbalance_running_time_avg``): a ratio of time averages, so samples where a single
+  request waits somewhere (max / mean = N at that instant) weigh by how much waits, not by how often;
+* **follow-ups moved** -- the share of follow-ups (a request with a parent, both routed) routed to another
+  (prefill) instance than their parent (``followup_moved_share``);
+* **local reuse lost** -- a follow-up's *local opportunity* is its parent's prompt + reply, capped at its own
+  prompt and rounded down to whole engine blocks: what the parent's instance held for it in an append-only
+  session (an upper bound: it ignores compaction and whether the reply KV was kept). The tokens lost are the
+  opportunity minus the follow-up's local hits (HBM + DRAM), floored at 0; ``local_reuse_lost_moved_share``
+  sums them over moved follow-ups, ``local_reuse_lost_stayed_share`` over those that stayed (eviction), both
+  over the total opportunity of the follow-ups (``local_reuse_opportunity_tokens``).
 """
 
 from __future__ import annotations
@@ -191,6 +207,42 @@ class SimResult:
             "wall_time_s": float(self.wall_time),
         }
 
+    def diagnostics(self, since: float | None = None) -> dict:
+        """Mechanism diagnostics (see the module docstring) over the requests :meth:`measured` returns and the
+        time-series samples at or after ``since``."""
+        routable = self.instances.loc[self.instances["role"] != "decode", "instance"].to_numpy()
+        ts = self.timeseries[self.timeseries["instance"].isin(routable)]
+        if since is not None:
+            ts = ts[ts["time"] >= since]
+
+        def over_time(col: str) -> float:
+            by_time = ts.groupby("time")[col].agg(["max", "mean"])
+            mean = float(by_time["mean"].mean()) if len(by_time) else 0.0
+            return float(by_time["max"].mean()) / mean if mean > 0 else float("nan")
+
+        rq = self.measured(since)
+        full = self.requests
+        child = rq[(rq["parent"] >= 0) & (rq["instance"] >= 0)]
+        parent = full.loc[child["parent"].to_numpy()]
+        routed = parent["instance"].to_numpy() >= 0
+        child, parent = child[routed], parent[routed]
+        moved = child["instance"].to_numpy() != parent["instance"].to_numpy()
+        bs = max(self.block_size, 1)
+        held = np.minimum(parent["input_len"].to_numpy() + parent["output_len"].to_numpy(),
+                          child["input_len"].to_numpy())
+        opportunity = held // bs * bs
+        lost = np.maximum(opportunity - child["hit_hbm"].to_numpy() - child["hit_dram"].to_numpy(), 0)
+        total = float(opportunity.sum())
+        return {
+            "imbalance_waiting_time_avg": over_time("waiting"),
+            "imbalance_running_time_avg": over_time("running"),
+            "n_followups_routed": int(len(child)),
+            "followup_moved_share": float(moved.mean()) if len(child) else float("nan"),
+            "local_reuse_opportunity_tokens": int(total),
+            "local_reuse_lost_moved_share": float(lost[moved].sum()) / total if total else float("nan"),
+            "local_reuse_lost_stayed_share": float(lost[~moved].sum()) / total if total else float("nan"),
+        }
+
     def to_csv(self, directory) -> list[Path]:
         """Write requests.csv, instances.csv, timeseries.csv and summary.csv (+ summary.json); return the paths."""
         out = Path(directory)
@@ -231,7 +283,7 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     ttft_ok = ~np.isnan(ttft) & (ttft <= ttft_limit)
     hits = raw.hit_hbm + raw.hit_dram + raw.hit_global
     requests = pd.DataFrame({
-        "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn,
+        "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn, "parent": inp.parent,
         "instance": raw.instance, "decode_instance": raw.decode_instance,
         "scheduled": inp.arrival, "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token,
         "finish": raw.finish,

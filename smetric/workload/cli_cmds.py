@@ -42,7 +42,8 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric characterize``."""
     parser.description = ("Reuse, locality and session statistics of a trace: prefix reuse with an infinite "
                           "cache and with LRU caches, intra-session share, first-turn reuse, reuse distance, "
-                          "session skew, turns and lengths.")
+                          "session skew, turns and lengths; burstiness of the arrivals and session starts "
+                          "(inter-arrival CV, index of dispersion at 1/10/60 s, peak-to-mean per minute).")
     parser.add_argument("trace", help="a catalog name (e.g. mooncake-conversation) or a trace file")
     parser.add_argument("--format", choices=FORMATS, help="trace format (detected from the content by default)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -57,6 +58,9 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
 
 def run_characterize(args: argparse.Namespace) -> int:
     """Load the trace, print its statistics; exit 1 on an unreadable trace, 2 on bad arguments."""
+    import pandas as pd
+
+    from .arrivals import workload_burstiness
     from .characterize import characterize
 
     replay = {"shared_prefix": True} if args.shared_prefix else {}
@@ -65,6 +69,7 @@ def run_characterize(args: argparse.Namespace) -> int:
         return code
     try:
         stats = characterize(workload, lru_blocks=args.lru_blocks)
+        stats = pd.concat([stats, pd.Series(workload_burstiness(workload), dtype=float)]).rename(stats.name)
     except ValueError as exc:
         print(f"smetric characterize: {exc}", file=sys.stderr)
         return 2

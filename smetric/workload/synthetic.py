@@ -14,7 +14,9 @@ of the same transcript (session and compaction epoch) that contains it; the trai
 of a prompt is fresh (its hash changes once the history grows). Lengths are drawn in tokens, so the
 same seed gives the same sessions at any ``block_size``; only the ids change.
 
-Timing. Sessions start as a Poisson process. Turn ``k+1`` of a session arrives at
+Timing. Sessions start as a Poisson process by default, or as the Gamma-renewal or Markov-modulated
+process (with an optional diurnal profile) of the config's ``arrival`` (:mod:`smetric.workload.arrivals`).
+Turn ``k+1`` of a session arrives at
 ``arrival[k] + service_estimate[k] + gap[k+1]``, where ``gap`` is the tool/think time after the
 parent completed (stored in :attr:`Workload.gap`) and the service estimate is
 ``uncached_tokens / est_prefill_tokens_per_s + output_len * est_tpot_s`` with ``uncached_tokens``
@@ -36,6 +38,7 @@ import numpy as np
 from numba import njit
 from scipy import special
 
+from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload
 
 __all__ = [
@@ -62,6 +65,7 @@ class SessionWorkloadConfig:
     turns_median: float = 2.0              # turns (requests) per session
     turns_sigma: float = 1.5
     max_turns: int = 1000
+    arrival: ArrivalProcess = POISSON      # session-start process (smetric.workload.arrivals)
     # shared system prompts
     n_system_prompts: int = 8
     system_prompt_median: float = 4200.0
@@ -99,7 +103,7 @@ class SessionWorkloadConfig:
                              f"session_rate={self.session_rate!r}, requests_per_minute={self.requests_per_minute!r}")
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "name" or v is None:
+            if f.name in ("name", "arrival") or v is None:
                 continue
             if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
                 ok = v >= 0
@@ -113,6 +117,8 @@ class SessionWorkloadConfig:
                   "block_size"):
             if int(getattr(self, f)) != getattr(self, f):
                 raise ValueError(f"SessionWorkloadConfig.{f} must be an integer, got {getattr(self, f)!r}")
+        if not isinstance(self.arrival, ArrivalProcess):
+            raise ValueError(f"SessionWorkloadConfig.arrival must be an ArrivalProcess, got {self.arrival!r}")
         if self.compact_tokens >= self.max_context:
             raise ValueError(f"compact_tokens ({self.compact_tokens}) must be below max_context ({self.max_context})")
 
@@ -400,24 +406,6 @@ def session_rate(config: SessionWorkloadConfig) -> float:
     return config.requests_per_minute / 60.0 / expected_turns(config)
 
 
-def _session_starts(rng: np.random.Generator, rate: float, n_sessions: int | None,
-                    duration: float | None, warmup: float) -> np.ndarray:
-    if (n_sessions is None) == (duration is None):
-        raise ValueError(f"give exactly one of n_sessions and duration, got n_sessions={n_sessions!r}, "
-                         f"duration={duration!r}")
-    if duration is None:
-        if int(n_sessions) != n_sessions or n_sessions < 1:
-            raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")
-        return np.cumsum(rng.exponential(1.0 / rate, int(n_sessions)))
-    if not (duration > 0 and np.isfinite(duration)) or not (warmup >= 0 and np.isfinite(warmup)):
-        raise ValueError(f"duration must be > 0 and warmup >= 0 (s), got duration={duration!r}, warmup={warmup!r}")
-    span = duration + warmup
-    n = rng.poisson(rate * span)
-    if n == 0:
-        raise ValueError(f"no session starts in {span} s at {rate:.4g} sessions/s: raise the rate or the duration")
-    return np.sort(rng.uniform(0.0, span, n)) - warmup
-
-
 def _system_prompt_tokens(config: SessionWorkloadConfig) -> np.ndarray:
     """Lengths of the shared system prompts: evenly spaced quantiles of their log-normal (no sampling
     noise, so first-turn reuse does not depend on the seed)."""
@@ -430,15 +418,15 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
                    duration: float | None = None, warmup: float = 0.0) -> Workload:
     """Generate a workload from ``config`` (same arguments and seed -> identical workload).
 
-    Give either ``n_sessions`` (that many complete sessions, Poisson starts from t = 0; the tail
-    thins out as the longest sessions finish) or ``duration`` (s): sessions start as a Poisson
-    process over ``[-warmup, duration)`` and only requests arriving in ``[0, duration)`` are kept
+    Give either ``n_sessions`` (that many complete sessions, starts from t = 0 by ``config.arrival``; the tail
+    thins out as the longest sessions finish) or ``duration`` (s): sessions start by ``config.arrival``
+    over ``[-warmup, duration)`` and only requests arriving in ``[0, duration)`` are kept
     (cut sessions keep their turn numbers; a parent before 0 becomes -1). With ``warmup`` of an
     hour or more the window is close to steady state at the configured request rate.
     """
     c = config
     rng = np.random.default_rng(seed)
-    start = _session_starts(rng, session_rate(c), n_sessions, duration, warmup)
+    start = session_starts(rng, c.arrival, session_rate(c), n_sessions, duration, warmup)
     n_sessions = len(start)
     n_turns = _lognormal_tokens(rng, c.turns_median, c.turns_sigma, n_sessions, 1, c.max_turns)
     n = int(n_turns.sum())
