@@ -222,9 +222,9 @@ from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time
 from ..policies import base as pb
 from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
+from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
-from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .queueing import FCFS, N_Q, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 from .router_info import refresh_period

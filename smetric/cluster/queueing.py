@@ -19,7 +19,8 @@ this project's design of a session-centric discipline (its weights are assumptio
 Estimates are GPU occupancy, never wall time: E[T] = prefill time of the prompt tokens not hit at
 routing time (the request's queued-prefill cost) + a decode estimate: with the ``oracle`` estimator
 that of :func:`decode_estimates` (its true ``n_out - 1`` tokens, each a solo decode step at the mean
-context), otherwise one of :mod:`smetric.cluster.estimators`; a turn's tool/think gap never enters. P is the workload's ``priority`` column, L the time since the request arrived,
+context), otherwise one of :mod:`smetric.cluster.estimators`; a turn's tool/think gap never enters.
+P is the workload's ``priority`` column, L the time since the request arrived,
 R = (blocks beyond its routing-time prefix hit) / (free HBM blocks at the start of the formation).
 
 The scalar functions are numba-compiled and called by both engines (the numba engine and the

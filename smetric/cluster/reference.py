@@ -18,8 +18,8 @@ import numpy as np
 from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
 from ..policies import base as pb
 from ..policies.dispatch import route
-from .inputs import EngineInput
 from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
+from .inputs import EngineInput
 from .queueing import FCFS, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, queue_order
 from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
 from .router_info import refresh_period
