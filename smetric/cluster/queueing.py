@@ -50,6 +50,7 @@ LEVEL_LOW, LEVEL_MEDIUM, LEVEL_HIGH = range(3)
 N_Q = 13
 _MIN_EST = 1e-6  # seconds: E[T] floor so 1/E[T] stays finite
 
+RANKED = ("smetric-score", "mlfq")  # the disciplines that read E[T], hence the ``estimator`` parameter
 # parameter -> (allowed values, the disciplines that read it); l_max is also the starvation threshold
 # of every discipline (SimResult's sessions_starved_frac)
 QUEUE_PARAMS = {
@@ -62,10 +63,9 @@ QUEUE_PARAMS = {
     "long_s": (POSITIVE, ("mlfq",)),
     "t_low": (POSITIVE, ("mlfq",)),
     "t_medium": (POSITIVE, ("mlfq",)),
-    "prior_output": (POSITIVE, ("smetric-score", "mlfq")),
-    "window": (integer(3), ("smetric-score", "mlfq")),
+    "prior_output": (POSITIVE, RANKED),
+    "window": (integer(3), RANKED),
 }
-RANKED = ("smetric-score", "mlfq")  # the disciplines that read E[T], hence the ``estimator`` parameter
 
 
 @dataclass(frozen=True)
