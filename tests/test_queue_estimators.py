@@ -14,7 +14,16 @@ from test_engine_equivalence import assert_same_run, cases
 from test_queue_engine import contended_cases
 
 from smetric.cluster.engine import run_engine
-from smetric.cluster.estimators import decode_time_nb, estimate_nb, estimator_state, observe_nb
+from smetric.cluster.estimators import (
+    EG_A,
+    EG_C,
+    LINEAR,
+    SESSION_MEAN,
+    decode_time_nb,
+    estimate_nb,
+    estimator_state,
+    observe_nb,
+)
 from smetric.cluster.inputs import prepare
 from smetric.cluster.queueing import QueueDiscipline
 from smetric.cluster.reference import run_reference
@@ -63,22 +72,22 @@ def test_oracle_is_the_default_and_uses_the_true_decode_time(case):
 
 def test_session_mean_falls_back_to_the_global_mean_then_the_prior():
     coef = small_cluster().hardware_spec().coef_array
-    sess, ring, g = estimator_state(3, 4)
-    prior = estimate_nb(1, 50.0, coef, sess, g, 0, 100)
-    observe_nb(1, sess, ring, g, 1, 100, 11, 0.0)
-    observe_nb(1, sess, ring, g, 1, 100, 31, 0.0)
-    observe_nb(1, sess, ring, g, 2, 100, 81, 0.0)
-    own = estimate_nb(1, 50.0, coef, sess, g, 1, 100)        # session 1: mean 21
-    other = estimate_nb(1, 50.0, coef, sess, g, 0, 100)      # session 0: none finished, global mean 41
+    sess, ring, g = estimator_state(SESSION_MEAN, 3, 4)
+    prior = estimate_nb(SESSION_MEAN, 50.0, coef, sess, g, 0, 100)
+    observe_nb(SESSION_MEAN, sess, ring, g, 1, 100, 11, 0.0)
+    observe_nb(SESSION_MEAN, sess, ring, g, 1, 100, 31, 0.0)
+    observe_nb(SESSION_MEAN, sess, ring, g, 2, 100, 81, 0.0)
+    own = estimate_nb(SESSION_MEAN, 50.0, coef, sess, g, 1, 100)        # session 1: mean 21
+    other = estimate_nb(SESSION_MEAN, 50.0, coef, sess, g, 0, 100)      # session 0: none finished, global mean 41
     assert own < other < prior                               # prior 50 > 41 > 21 output tokens
     assert own == decode_time_nb(coef, 100, 21.0)
 
 
 def test_linear_fit_recovers_a_linear_decode_time():
-    sess, ring, g = estimator_state(1, 8)
+    sess, ring, g = estimator_state(LINEAR, 1, 8)
     for x, z in [(100, 10), (300, 20), (200, 50), (50, 5), (400, 40)]:
-        observe_nb(2, sess, ring, g, 0, x, z, 0.001 * x + 0.02 * z + 0.3)
-    assert g[5:8] == pytest.approx([0.001, 0.02, 0.3])
+        observe_nb(LINEAR, sess, ring, g, 0, x, z, 0.001 * x + 0.02 * z + 0.3)
+    assert g[EG_A:EG_C + 1] == pytest.approx([0.001, 0.02, 0.3])
 
 
 def _misrank_workload():

@@ -1790,14 +1790,8 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         aheap=np.zeros((m, inp.max_num_seqs if inp.incremental else 1), dtype=np.int64),
         snap=snap, rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
         seen=np.zeros(d.seen_glob + u if delay else 1),
-        **dict(zip(("est_sess", "est_ring", "est_g"), _estimator_state(inp))))
-
-
-def _estimator_state(inp: EngineInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The estimator's state arrays (minimal when the estimator is the oracle)."""
-    if int(inp.queue[Q_EST]) == ORACLE:
-        return estimator_state(1, 1)
-    return estimator_state(int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW]))
+        **dict(zip(("est_sess", "est_ring", "est_g"), estimator_state(
+            int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

@@ -27,8 +27,8 @@ from numba import njit
 
 from ..hardware.kernel import iteration_time_nb
 
-__all__ = ["ESTIMATORS", "ORACLE", "SESSION_MEAN", "LINEAR", "estimator_state", "estimate_nb", "observe_nb",
-           "decode_time_nb"]
+__all__ = ["ESTIMATORS", "ORACLE", "SESSION_MEAN", "LINEAR", "EG_A", "EG_B", "EG_C", "estimator_state", "estimate_nb",
+           "observe_nb", "decode_time_nb"]
 
 ESTIMATORS = ("oracle", "session-mean", "linear")
 ORACLE, SESSION_MEAN, LINEAR = range(3)
@@ -39,9 +39,12 @@ N_EG = 8
 _DEGENERATE = 1e-9  # relative determinant below which a window is collinear (numerical tolerance)
 
 
-def estimator_state(n_sessions: int, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fresh state: per session (finished count, n_out sum), the ring of (input, n_out, decode time), globals."""
-    return np.zeros((n_sessions, 2)), np.zeros((max(int(window), 1), 3)), np.zeros(N_EG)
+def estimator_state(kind: int, n_sessions: int, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fresh state: per session (finished count, n_out sum), the ring of (input, n_out, decode time), globals
+    (placeholders for the oracle, which keeps none)."""
+    if kind == ORACLE:
+        return np.zeros((1, 2)), np.zeros((1, 3)), np.zeros(N_EG)
+    return np.zeros((int(n_sessions), 2)), np.zeros((max(int(window), 1), 3)), np.zeros(N_EG)
 
 
 @njit(cache=True, _nrt=False)

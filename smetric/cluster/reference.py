@@ -103,9 +103,8 @@ class _Reference:
         self.fcfs = int(inp.queue[Q_KIND]) == FCFS
         self.estimator = int(inp.queue[Q_EST])
         self.decode_est = np.array(inp.decode_est, dtype=np.float64)  # overwritten at arrival unless oracle
-        self.est_sess, self.est_ring, self.est_g = (
-            estimator_state(1, 1) if self.estimator == ORACLE
-            else estimator_state(int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))
+        self.est_sess, self.est_ring, self.est_g = estimator_state(
+            self.estimator, int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW]))
         self.block_size = inp.block_size
         self.hbm_blocks = inp.hbm_blocks
         self.kv_bytes_per_token = inp.kv_bytes_per_token
