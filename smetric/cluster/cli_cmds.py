@@ -105,7 +105,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
                         help="order in which an instance admits its waiting requests (default fcfs)")
     parser.add_argument("--queue-param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a queue-discipline parameter, e.g. alpha=2 or l_max=5 (repeatable; default: the "
+                        help="a queue-discipline parameter, e.g. alpha=2, l_max=5 or estimator=linear (oracle, "
+                             "session-mean, linear; with prior_output=TOKENS, window=N) (repeatable; default: the "
                              "discipline's values)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's random draws (default 0)")
     parser.add_argument("--router-refresh", type=float, metavar="S",
@@ -181,10 +182,13 @@ def run_simulate(args: argparse.Namespace) -> int:
             print(f"smetric simulate: cannot write --out {args.out}: {exc}", file=sys.stderr)
             return 1
     if args.json:
-        merged = {**summary, **result.diagnostics()}  # the mechanism diagnostics, JSON output only
-        out = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in merged.items()}
+        def plain(d: dict) -> dict:
+            return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
         print(json.dumps({"trace": workload.name, "policy": args.policy, "load": args.load,
-                          "queue": cluster.queue.name, "cluster": cluster.describe(), **out}, indent=1))
+                          "queue": cluster.queue.name, "estimator": cluster.queue.estimator,
+                          "cluster": cluster.describe(), **plain({**summary, **result.diagnostics()}),
+                          "kpis": plain(result.kpis())}, indent=1))
     else:
         print(f"# {workload.name} on {cluster.describe()}, policy {args.policy}, queue {cluster.queue.name}, "
               f"load {args.load:g}")

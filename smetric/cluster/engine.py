@@ -78,7 +78,8 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    (the first candidate whose KV does not fit stops admission). ``smetric-score`` / ``mlfq``: the
    waiting requests ranked once at the start of the admission step (at ``t``, with the instance's
    free blocks ``C - pinned - reserved`` at that moment), tried by decreasing rank (ties: routing
-   order); one that does not fit is skipped and admission goes on with the next.
+   order); one that does not fit is skipped and admission goes on with the next. Their E[T] is the
+   request's queued-prefill cost plus its decode estimate, fixed at its arrival (see "Estimators").
    Admitting looks up ``k1, k2, k3``, pins the ``k1`` HBM blocks,
    touches its DRAM-hit blocks (tail first), evicts unpinned HBM blocks LRU-first (spilling them to
    DRAM) until ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need``
@@ -131,6 +132,14 @@ and frees its remaining reserved blocks; they finish at ``t'`` except disaggrega
 completions with ``n_out > 1`` join the decode set; the next batch forms at ``t'``. Finally the
 hand-offs go, in row order, each to the decode instance with the fewest requests in flight (ties:
 lowest index); idle decode instances that received one form a batch at ``t'`` (in index order).
+
+Estimators (``QueueDiscipline.estimator``, :mod:`smetric.cluster.estimators`). ``oracle``: the decode
+estimate is the true one, computed before the run. Otherwise a request's decode estimate is computed at
+its arrival (after the too-large check, before routing) from the estimator state at that moment, and
+the state is updated, in event order, when a request finishes (at the ``finish`` step above, rows in
+the order they finish; hand-offs and rejections do not count): its session's finished count and output
+sum, the global ones, and (``linear``) the window of (input, n_out, true decode time) with its
+least-squares refit. Both engines call the same compiled functions for both steps.
 
 Incremental KV allocation (``kv_allocation = "incremental"``; colocated, FCFS, no global store), after vLLM
 V1's scheduler (``vllm/v1/core/sched/scheduler.py``: running requests are scheduled before waiting ones, a
@@ -213,9 +222,10 @@ from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time
 from ..policies import base as pb
 from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
+from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
-from .queueing import FCFS, N_Q, Q_KIND, rank_nb
+from .queueing import FCFS, N_Q, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, rank_nb
 from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 from .router_info import refresh_period
 from .sampling import halve_samples
@@ -282,14 +292,15 @@ EngineData = namedtuple("EngineData", [
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
-    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock"])
+    "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
+    "decode_true"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
-    "snap", "rinf", "seen"])
+    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g"])
 
 
 # ====================================================================== small helpers
@@ -1368,6 +1379,10 @@ def _sort_small(a, n):
 def _finish(d, st, r, t):
     st.rf[r, RF_FINISH] = t
     st.ri[r, RI_REASON] = 0
+    kind = int(st.gf[GF_QUEUE + Q_EST])
+    if kind != ORACLE:
+        observe_nb(kind, st.est_sess, st.est_ring, st.est_g, d.session[r], d.input_len[r], d.n_out[r],
+                   d.decode_true[r])
     _release_children(d, st, r, t)
 
 
@@ -1585,6 +1600,10 @@ def _arrive(d, st, r, t):
         st.ri[r, RI_REASON] = 1
         _release_children(d, st, r, t)
         return
+    kind = int(st.gf[GF_QUEUE + Q_EST])
+    if kind != ORACLE:
+        st.rf[r, RF_DECODE_EST] = estimate_nb(kind, st.gf[GF_QUEUE + Q_PRIOR], d.coef, st.est_sess, st.est_g,
+                                              d.session[r], L)
     _build_view(d, st, r, t)
     q = st.reqv
     q[pb.R_INPUT_LEN] = L
@@ -1698,7 +1717,7 @@ def _make_data(inp: EngineInput) -> EngineData:
         kv_delay=float(inp.kv_event_delay_s),
         replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
         seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
-        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0))
+        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est)
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1770,7 +1789,9 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         ipre=np.zeros((m, 4), dtype=np.int64),
         aheap=np.zeros((m, inp.max_num_seqs if inp.incremental else 1), dtype=np.int64),
         snap=snap, rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
-        seen=np.zeros(d.seen_glob + u if delay else 1))
+        seen=np.zeros(d.seen_glob + u if delay else 1),
+        **dict(zip(("est_sess", "est_ring", "est_g"), estimator_state(
+            int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
@@ -1789,7 +1810,7 @@ def _raw(inp: EngineInput, st: EngineState) -> RawRun:
         inst_pd_read=fi[:, FI_PDR].copy(), global_write=float(st.gf[GF_WRITE]),
         end_time=float(st.gf[GF_NOW]), timeseries=st.ts[:, :ii[0, II_SAMPLED]].copy(),
         sample_dt=float(st.gf[GF_SAMPLE_DT]), preemptions=st.pre[:, P_COUNT].copy(),
-        inst_preemptions=st.ipre[:, IP_PREEMPT].copy())
+        inst_preemptions=st.ipre[:, IP_PREEMPT].copy(), decode_est=rf[:, RF_DECODE_EST].copy())
 
 
 def state_bytes(inp: EngineInput) -> int:

@@ -91,7 +91,7 @@ class EngineInput:
     rand: np.ndarray           # float64 [n, N_RAND]
     # queue discipline
     queue: np.ndarray          # float64 vector of smetric.cluster.queueing (layout Q_*)
-    decode_est: np.ndarray     # float64 [n], expected decode GPU seconds of each request
+    decode_est: np.ndarray     # float64 [n], true decode GPU seconds of each request (the oracle estimate)
     # time series (smetric.cluster.sampling: the spacing doubles until the samples cover the run)
     sample_dt: float           # initial spacing (s)
     n_samples: int             # sample slots per instance (>= 2)

@@ -17,9 +17,10 @@ this project's design of a session-centric discipline (its weights are assumptio
   (anti-starvation: it is then ordered by arrival among the high ones).
 
 Estimates are GPU occupancy, never wall time: E[T] = prefill time of the prompt tokens not hit at
-routing time (the request's queued-prefill cost) + the decode estimate of :func:`decode_estimates`
-(its ``n_out - 1`` tokens, each a solo decode step at the mean context); a turn's tool/think gap
-never enters. P is the workload's ``priority`` column, L the time since the request arrived,
+routing time (the request's queued-prefill cost) + a decode estimate: with the ``oracle`` estimator
+that of :func:`decode_estimates` (its true ``n_out - 1`` tokens, each a solo decode step at the mean
+context), otherwise one of :mod:`smetric.cluster.estimators`; a turn's tool/think gap never enters.
+P is the workload's ``priority`` column, L the time since the request arrived,
 R = (blocks beyond its routing-time prefix hit) / (free HBM blocks at the start of the formation).
 
 The scalar functions are numba-compiled and called by both engines (the numba engine and the
@@ -34,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..hardware.kernel import iteration_time_nb
-from ..ranges import AT_LEAST_0, POSITIVE
+from ..ranges import AT_LEAST_0, POSITIVE, integer
+from .estimators import ESTIMATORS, decode_time_nb
 
 __all__ = ["DISCIPLINES", "QUEUE_PARAMS", "QueueDiscipline", "decode_estimates", "rank_nb", "queue_order",
            "LEVEL_LOW", "LEVEL_MEDIUM", "LEVEL_HIGH"]
@@ -44,10 +45,12 @@ DISCIPLINES = ("fcfs", "smetric-score", "mlfq")
 FCFS, SCORE, MLFQ = range(3)
 LEVEL_LOW, LEVEL_MEDIUM, LEVEL_HIGH = range(3)
 # layout of the float parameter vector the engines read
-(Q_KIND, Q_ALPHA, Q_BETA, Q_GAMMA, Q_DELTA, Q_LMAX, Q_SHORT, Q_LONG, Q_TLOW, Q_TMED) = range(10)
-N_Q = 10
+(Q_KIND, Q_ALPHA, Q_BETA, Q_GAMMA, Q_DELTA, Q_LMAX, Q_SHORT, Q_LONG, Q_TLOW, Q_TMED, Q_EST, Q_PRIOR,
+ Q_WINDOW) = range(13)
+N_Q = 13
 _MIN_EST = 1e-6  # seconds: E[T] floor so 1/E[T] stays finite
 
+RANKED = ("smetric-score", "mlfq")  # the disciplines that read E[T], hence the ``estimator`` parameter
 # parameter -> (allowed values, the disciplines that read it); l_max is also the starvation threshold
 # of every discipline (SimResult's sessions_starved_frac)
 QUEUE_PARAMS = {
@@ -60,6 +63,8 @@ QUEUE_PARAMS = {
     "long_s": (POSITIVE, ("mlfq",)),
     "t_low": (POSITIVE, ("mlfq",)),
     "t_medium": (POSITIVE, ("mlfq",)),
+    "prior_output": (POSITIVE, RANKED),
+    "window": (integer(3), RANKED),
 }
 
 
@@ -75,6 +80,11 @@ class QueueDiscipline:
         long_s: E[T] above which a turn is low level (mlfq).
         t_low: wait after which a low request is promoted to medium (mlfq).
         t_medium: wait after which any request is promoted to high (mlfq).
+        estimator: where the decode part of E[T] comes from (:mod:`smetric.cluster.estimators`):
+            ``oracle`` (the true output length, an upper bound), ``session-mean`` or ``linear``.
+        prior_output: expected output tokens before any request has finished (an assumption: 256,
+            a typical chat reply; it only applies until the first finish).
+        window: finished requests the ``linear`` estimator fits over (an assumption).
     """
 
     name: str = "fcfs"
@@ -87,12 +97,21 @@ class QueueDiscipline:
     long_s: float = 2.0
     t_low: float = 5.0
     t_medium: float = 10.0
+    estimator: str = "oracle"
+    prior_output: float = 256.0
+    window: int = 256
 
     def __post_init__(self) -> None:
         name = str(self.name).replace("_", "-")
         if name not in DISCIPLINES:
             raise ValueError(f"queue discipline must be one of {DISCIPLINES}, got {self.name!r}")
         object.__setattr__(self, "name", name)
+        estimator = str(self.estimator).replace("_", "-")
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"queue parameter estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if estimator != "oracle" and name not in RANKED:
+            raise ValueError(f"queue parameter estimator does not apply to {name} (it ranks nothing)")
+        object.__setattr__(self, "estimator", estimator)
         for field, (allowed, _) in QUEUE_PARAMS.items():
             value = getattr(self, field)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -114,13 +133,20 @@ class QueueDiscipline:
             raise ValueError(f"queue discipline must be one of {DISCIPLINES}, got {name!r}")
         values = {}
         for key, value in (params or {}).items():
+            if key == "estimator":
+                if discipline not in RANKED:
+                    raise ValueError(f"queue parameter estimator does not apply to {discipline} (it ranks nothing)")
+                values[key] = value
+                continue
             if key not in QUEUE_PARAMS:
-                raise ValueError(f"unknown queue parameter {key!r}; known: {sorted(QUEUE_PARAMS)}")
+                raise ValueError(f"unknown queue parameter {key!r}; known: {sorted([*QUEUE_PARAMS, 'estimator'])}")
             allowed, users = QUEUE_PARAMS[key]
             if discipline not in users:
                 takes = [k for k, (_, u) in QUEUE_PARAMS.items() if discipline in u]
                 raise ValueError(f"queue parameter {key} does not apply to {discipline} (it takes: {', '.join(takes)})")
             values[key] = allowed.check(f"queue parameter {key}", value)
+            if allowed.integer:
+                values[key] = int(values[key])
         return cls(name=discipline, **values)
 
     def vector(self) -> np.ndarray:
@@ -130,6 +156,7 @@ class QueueDiscipline:
         q[Q_ALPHA], q[Q_BETA], q[Q_GAMMA], q[Q_DELTA] = self.alpha, self.beta, self.gamma, self.delta
         q[Q_LMAX], q[Q_SHORT], q[Q_LONG] = self.l_max, self.short_s, self.long_s
         q[Q_TLOW], q[Q_TMED] = self.t_low, self.t_medium
+        q[Q_EST], q[Q_PRIOR], q[Q_WINDOW] = ESTIMATORS.index(self.estimator), self.prior_output, self.window
         return q
 
 
@@ -137,10 +164,7 @@ class QueueDiscipline:
 def _decode_estimates_nb(coef, input_len, n_out):
     out = np.zeros(input_len.shape[0])
     for r in range(input_len.shape[0]):
-        steps = n_out[r] - 1
-        if steps > 0:
-            ctx = float(input_len[r]) + 0.5 * float(n_out[r])
-            out[r] = steps * iteration_time_nb(coef, 1.0, 0.0, ctx, 1.0)
+        out[r] = decode_time_nb(coef, input_len[r], float(n_out[r]))
     return out
 
 

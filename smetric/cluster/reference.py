@@ -18,8 +18,9 @@ import numpy as np
 from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
 from ..policies import base as pb
 from ..policies.dispatch import route
+from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import EngineInput
-from .queueing import FCFS, Q_KIND, queue_order
+from .queueing import FCFS, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, queue_order
 from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
 from .router_info import refresh_period
 from .sampling import halve_samples
@@ -100,6 +101,10 @@ class _Reference:
     def __init__(self, inp: EngineInput):
         self.inp = inp
         self.fcfs = int(inp.queue[Q_KIND]) == FCFS
+        self.estimator = int(inp.queue[Q_EST])
+        self.decode_est = np.array(inp.decode_est, dtype=np.float64)  # overwritten at arrival unless oracle
+        self.est_sess, self.est_ring, self.est_g = estimator_state(
+            self.estimator, int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW]))
         self.block_size = inp.block_size
         self.hbm_blocks = inp.hbm_blocks
         self.kv_bytes_per_token = inp.kv_bytes_per_token
@@ -342,7 +347,7 @@ class _Reference:
         reqs = [self.req[r] for r in inst.waiting]
         free = float(max(self.hbm_blocks - inst.pinned - inst.private, 1))
         order = queue_order(
-            inp.queue, est=[q.contrib[1] + inp.decode_est[q.row] for q in reqs],
+            inp.queue, est=[q.contrib[1] + self.decode_est[q.row] for q in reqs],
             priority=[inp.priority[q.row] for q in reqs], turn=[inp.turn[q.row] for q in reqs],
             arrival=[self.out["arrival"][q.row] for q in reqs], now=t,
             need=[float(_n_blocks(q.contrib[0] + q.n_out, self.block_size)) for q in reqs], free=free)
@@ -575,6 +580,10 @@ class _Reference:
     def _finish(self, q: _Req, t: float) -> None:
         self.out["finish"][q.row] = t
         self.out["reason"][q.row] = REASON_COMPLETED
+        if self.estimator != ORACLE:
+            inp = self.inp
+            observe_nb(self.estimator, self.est_sess, self.est_ring, self.est_g, int(inp.session[q.row]),
+                       int(inp.input_len[q.row]), int(inp.n_out[q.row]), float(inp.decode_est[q.row]))
         self._release_children(q.row, t)
 
     def _release_children(self, row: int, t: float) -> None:
@@ -676,6 +685,9 @@ class _Reference:
             self.out["reason"][r] = REASON_TOO_LARGE
             self._release_children(r, t)
             return
+        if self.estimator != ORACLE:
+            self.decode_est[r] = estimate_nb(self.estimator, float(inp.queue[Q_PRIOR]), inp.coef, self.est_sess,
+                                             self.est_g, int(inp.session[r]), int(q.L))
         view = self._view(q, t)
         req = np.zeros(pb.N_REQ)
         req[pb.R_INPUT_LEN], req[pb.R_TURN], req[pb.R_SESSION] = q.L, inp.turn[r], inp.session[r]
@@ -743,7 +755,8 @@ class _Reference:
             inst_dram_read=s["dram_read"].astype(np.float64), inst_global_read=s["global_read"].astype(np.float64),
             inst_pd_read=s["pd_read"].astype(np.float64), inst_preemptions=s["preemptions"].astype(np.int64),
             global_write=float(self.global_write),
-            end_time=float(self.now), timeseries=self.ts[:, :self.sampled[0]].copy(), sample_dt=self.sample_dt)
+            end_time=float(self.now), timeseries=self.ts[:, :self.sampled[0]].copy(), sample_dt=self.sample_dt,
+            decode_est=self.decode_est)
 
 
 def run_reference(inp: EngineInput) -> RawRun:

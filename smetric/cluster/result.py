@@ -42,6 +42,14 @@ figures store wholesale; ``smetric simulate --json`` prints both):
   opportunity minus the follow-up's local hits (HBM + DRAM), floored at 0; ``local_reuse_lost_moved_share``
   sums them over moved follow-ups, ``local_reuse_lost_stayed_share`` over those that stayed (eviction), both
   over the total opportunity of the follow-ups (``local_reuse_opportunity_tokens``).
+
+* **estimator error** -- with a ranked discipline and an estimator other than ``oracle``,
+  ``estimator_mae_s`` is the mean absolute difference between the decode estimate the discipline used
+  and the true decode time (the oracle's), over the admitted requests (the key exists only then).
+
+:meth:`SimResult.kpis` gathers the session-scheduler blueprint's KPIs (session completion time
+percentiles, turn latency and TTFT p50/p90/p99, GPU busy fraction and its CV, completed sessions per
+second of the window) in one dict, kept out of ``summary()`` so the figure tables stay as they are.
 """
 
 from __future__ import annotations
@@ -76,19 +84,25 @@ def _rate(amount: float, window: float) -> float:
     return float(amount) / window if window > 0 else float("nan")
 
 
-def _session_metrics(rq: pd.DataFrame, l_max: float) -> dict:
-    """Session completion time and starvation figures of the requests ``rq`` (see the module docstring)."""
+def _sessions(rq: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Per session (first arrival, last finish, every turn done, worst queue wait), and the completion
+    times of the sessions whose every turn completed."""
     done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
     by_session = rq.assign(done=done, wait=rq["admit"] - rq["arrival"]).groupby("session")
     sessions = by_session.agg(first=("arrival", "min"), last=("finish", "max"), all_done=("done", "all"),
                               worst_wait=("wait", "max"))
     complete = sessions.loc[sessions["all_done"]]
-    span = (complete["last"] - complete["first"]).to_numpy()
+    return sessions, (complete["last"] - complete["first"]).to_numpy()
+
+
+def _session_metrics(rq: pd.DataFrame, l_max: float) -> dict:
+    """Session completion time and starvation figures of the requests ``rq`` (see the module docstring)."""
+    sessions, span = _sessions(rq)
     wait = (rq["admit"] - rq["arrival"]).dropna().to_numpy()
     worst = sessions["worst_wait"].dropna()
     return {
         "n_sessions": int(len(sessions)),
-        "n_sessions_completed": int(len(complete)),
+        "n_sessions_completed": int(len(span)),
         "session_time_mean": float(span.mean()) if len(span) else float("nan"),
         "session_time_p50": _pct(span, 50),
         "session_time_p99": _pct(span, 99),
@@ -204,6 +218,9 @@ class SimResult:
             # requests preempted at least once; only where preemption exists (reserve runs keep their columns)
             **({"n_preempted": int((rq["preemptions"] > 0).sum())}
                if self.cluster.kv_allocation == "incremental" else {}),
+            # only where a ranked discipline used an estimator (oracle runs keep their columns)
+            **({"estimator_mae_s": float((rq.loc[admitted, "decode_est"] - rq.loc[admitted, "decode_true"])
+                                         .abs().mean())} if "decode_est" in rq else {}),
             "wall_time_s": float(self.wall_time),
         }
 
@@ -241,6 +258,22 @@ class SimResult:
             "local_reuse_opportunity_tokens": int(total),
             "local_reuse_lost_moved_share": float(lost[moved].sum()) / total if total else float("nan"),
             "local_reuse_lost_stayed_share": float(lost[~moved].sum()) / total if total else float("nan"),
+        }
+
+    def kpis(self, since: float | None = None) -> dict:
+        """The session-scheduler blueprint's KPIs (see the module docstring); ``since`` as for :meth:`summary`."""
+        s = self.summary(since)
+        _, span = _sessions(self.measured(since))
+        keep = ("n_sessions", "n_sessions_completed", "session_time_mean", "session_time_p50", "session_time_p99",
+                "latency_p50", "latency_p90", "latency_p99", "ttft_p50", "ttft_p90", "ttft_p99",
+                "queue_wait_p99", "queue_wait_max", "sessions_starved_frac", "throughput_tps", "goodput_tps")
+        return {
+            **{k: s[k] for k in keep},
+            "session_time_p90": _pct(span, 90),
+            "sessions_per_s": _rate(len(span), s["window_s"]),
+            "gpu_busy_frac": s["busy_mean"],
+            "gpu_busy_cv": s["busy_cv"],
+            **({"estimator_mae_s": s["estimator_mae_s"]} if "estimator_mae_s" in s else {}),
         }
 
     def to_csv(self, directory) -> list[Path]:
@@ -294,6 +327,9 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
         "tpot_ok": done & (tpot <= cluster.slo.tpot),
         "slo_met": done & ttft_ok & (tpot <= cluster.slo.tpot),
         "status": np.asarray(REASON_NAMES, dtype=object)[raw.reason],
+        # the decode estimate the queue discipline used, only when it is not the true one (an estimator)
+        **({"decode_est": raw.decode_est, "decode_true": inp.decode_est}
+           if cluster.queue.estimator != "oracle" else {}),
     })
     roles = (["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
              if inp.disaggregated else ["colocated"] * inp.n_instances)

@@ -50,3 +50,4 @@ class RawRun:
     sample_dt: float                 # final spacing (s; see smetric.cluster.sampling)
     preemptions: np.ndarray          # int64 per request: times it was preempted (kv_allocation='incremental')
     inst_preemptions: np.ndarray     # int64 per instance: preemptions it made
+    decode_est: np.ndarray | None = None  # float64 per request: the decode estimate the queue discipline used
