@@ -130,12 +130,12 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
         + (f"; wrong: {', '.join(wrong['experiment'])}" if len(wrong) else ""))
     ratios = ratio_table(df)
     med = _median_abs(ratios["ratio_error"])
-    add("router_ratios", "median |router ratio error| <= 15 %", med, med <= 0.15, f"{len(ratios)} ratios")
+    add("router_ratios", "median abs. router-ratio error <= 15 %", med, med <= 0.15, f"{len(ratios)} ratios")
     for target, metrics, limit in (("throughput", THROUGHPUT, 0.10), ("e2e", ("e2e_mean_s",), 0.10),
                                    ("itl", ("itl_mean_s", "tpot_mean_s"), 0.10)):
         errs = pub[pub["metric"].isin(metrics)]["rel_error"]
         med = _median_abs(errs)
-        add(target, f"median |relative error| <= {limit:.0%} ({', '.join(metrics)})", med, med <= limit,
+        add(target, f"median abs. relative error <= {limit:.0%} ({', '.join(metrics)})", med, med <= limit,
             f"{len(errs)} numbers")
     t = pub[pub["metric"] == "ttft_p90_s"]
     ok = [_ttft_side(m, p) for m, p in zip(t["measured"], t["predicted"])]
@@ -145,7 +145,7 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
     for metric in _BLIS_METRICS:
         g = bt[bt["metric"] == metric]
         ours, theirs = _median_abs(g["rel_error"]), _median_abs(g["blis_error"])
-        add(f"blis_{metric}", f"median |error| on BLIS's experiments <= BLIS's ({metric})", ours,
+        add(f"blis_{metric}", f"median abs. error on BLIS's experiments <= BLIS's ({metric})", ours,
             len(g) > 0 and ours <= theirs, f"BLIS {theirs:.1%} over {len(g)} experiments" if len(g) else "none")
     return pd.DataFrame(rows)
 
