@@ -50,22 +50,27 @@ def _frame(attain_at_point, tpot_miss, ttft_miss, knee_shift=0.0, seeds=(0, 1, 2
 
 
 def test_consistency_rule_and_cause_follow_the_frame():
-    bad = va.consistency(_frame(attain_at_point=0.7, tpot_miss=0.3, ttft_miss=0.01))
-    assert bad["verdict"] == "not consistent"
-    assert bad["slo_attainment"] == pytest.approx(0.7) and bad["cause"] == "TPOT"
-    assert bad["failing"][0] == "serves the point within SLO"
+    # median TTFT 0.1 s at 80, 30 s at 120: capacity 80 + 40 * 0.9 / 29.9 = 81.2, in [53.8, 215.2]: consistent,
+    # whatever the SLO attainment at the point (a side row: the artifact sets no SLO)
+    low_slo = va.consistency(_frame(attain_at_point=0.7, tpot_miss=0.3, ttft_miss=0.01))
+    assert low_slo["verdict"] == "consistent" and not low_slo["failing"]
+    assert low_slo["capacity"] == pytest.approx(80 + 40 * 0.9 / 29.9)
+    assert low_slo["slo_attainment"] == pytest.approx(0.7) and low_slo["cause"] == "TPOT"
+    assert not low_slo["serves_slo"]
     # the point at 0.7 < 0.9 is the first crossing: between 40 (att 1.0) and 53.8 (0.7)
-    assert bad["knee"] == pytest.approx(40 + 13.8 * 0.1 / 0.3)
-    assert bad["capacity"] == pytest.approx(80 + 40 * 0.9 / 29.9)  # median TTFT 0.1 s at 80, 30 s at 120
+    assert low_slo["knee"] == pytest.approx(40 + 13.8 * 0.1 / 0.3)
     assert va.consistency(_frame(0.7, tpot_miss=0.01, ttft_miss=0.3))["cause"] == "TTFT"
-    # attainment 0.95 at the point and 0.75 at 80: knee 53.8 + 26.2 * 0.05 / 0.2 in [53.8, 215.2]: consistent
-    good = va.consistency(_frame(attain_at_point=0.95, tpot_miss=0.05, ttft_miss=0.0, knee_shift=20))
-    assert good["verdict"] == "consistent" and not good["failing"]
-    assert good["knee"] == pytest.approx(53.8 + 26.2 * 0.05 / 0.2)
-    # serving every load of the grid leaves the knee unknown (above 120): the second check fails, said so
-    high = va.consistency(_frame(attain_at_point=0.95, tpot_miss=0.05, ttft_miss=0.0, knee_shift=100))
-    assert high["verdict"] == "not consistent" and math.isinf(high["knee"])
-    assert high["failing"] == ["knee within [53.8, 215.2] (not found on the load grid)"]
+    # a capacity below half the implied one fails, and says so
+    df = _frame(attain_at_point=0.95, tpot_miss=0.05, ttft_miss=0.0)
+    df.loc[df["rpm_per_instance"] >= va.LMETRIC_RPM, "ttft_p50"] = 30.0  # median TTFT > 1 s from the point on
+    bad = va.consistency(df)
+    assert bad["verdict"] == "not consistent" and bad["capacity"] < 53.8
+    assert bad["failing"] == ["capacity within [53.8, 215.2]"]
+    # never saturating on the grid leaves the capacity unknown: not consistent, said so
+    never = _frame(attain_at_point=0.95, tpot_miss=0.05, ttft_miss=0.0).assign(ttft_p50=0.1)
+    high = va.consistency(never)
+    assert high["verdict"] == "not consistent" and math.isinf(high["capacity"])
+    assert high["failing"] == ["capacity within [53.8, 215.2] (not found on the load grid)"]
 
 
 def test_knee_table_takes_the_best_router_and_its_interval():
@@ -91,8 +96,8 @@ def test_findings_print_the_frames_numbers():
     text = fig15.findings(df)
     v = va.consistency(df)
     assert f"SLO attainment {v['slo_attainment']:.3f}" in text
-    assert f"Verdict: {v['verdict']}" in text and "miss its TPOT part" in text
-    assert f"Knee (>= 90% SLO) {v['knee']:.1f}" in text
+    assert f"Verdict (capacity within [0.5x, 2x]): {v['verdict']}" in text and "miss its TPOT part" in text
+    assert f"knee (>= 90% SLO) {v['knee']:.1f}" in text and f"Capacity (median TTFT <= 1 s) {v['capacity']:.1f}" in text
     knee = va.knee_table(df).set_index("preset").loc["long-context", "knee"]
     assert f"long-context: knee {knee:.1f}" in text and f"Finding 6 is {43 / knee:.2f}-{48 / knee:.2f}x" in text
     shares = va.arrived_shares(df)
@@ -111,6 +116,7 @@ def test_lmetric_cluster_is_the_artifacts_setup():
     with pytest.raises(ValueError, match="setup"):
         va.lmetric_cluster("ideal")
     assert va.IMPLIED_CAPACITY_RPM == pytest.approx(107.6)
+    assert c.hardware_spec().kv_capacity_tokens == 15683 * 16  # the artifact's num_blocks, not the 309k estimate
 
 
 def test_perf_table_reads_the_calibration_numbers():

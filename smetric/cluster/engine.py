@@ -386,16 +386,7 @@ def _ah_pop(st):
 # ---- per-instance min-heap of decode finishes, key = finishing iteration * n + row
 @njit(cache=True, _nrt=False)
 def _dh_push(st, i, key):
-    h = st.dheap[i]
-    k = st.ii[i, II_HEAPN]
-    st.ii[i, II_HEAPN] = k + 1
-    h[k] = key
-    while k > 0:
-        p = (k - 1) // 2
-        if h[p] <= h[k]:
-            break
-        h[p], h[k] = h[k], h[p]
-        k = p
+    st.ii[i, II_HEAPN] = _heap_push(st.dheap[i], st.ii[i, II_HEAPN], key)
 
 
 @njit(cache=True, _nrt=False)
@@ -405,21 +396,11 @@ def _dh_pop(st, i):
     st.ii[i, II_HEAPN] = n
     top = h[0]
     h[0] = h[n]
-    k = 0
-    while True:
-        a, b, m = 2 * k + 1, 2 * k + 2, k
-        if a < n and h[a] < h[m]:
-            m = a
-        if b < n and h[b] < h[m]:
-            m = b
-        if m == k:
-            break
-        h[k], h[m] = h[m], h[k]
-        k = m
+    _heap_sift_down(h, n, 0)
     return top
 
 
-# ---- a min-heap ``h`` of ``n`` int keys (the block-allocation heap; removal also serves the finish heap)
+# ---- a min-heap ``h`` of ``n`` int keys: the decode-finish heap above and the block-allocation heap
 @njit(cache=True, _nrt=False)
 def _heap_push(h, n, key):
     k = n
