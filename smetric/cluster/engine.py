@@ -402,15 +402,19 @@ def _dh_pop(st, i):
 
 # ---- a min-heap ``h`` of ``n`` int keys: the decode-finish heap above and the block-allocation heap
 @njit(cache=True, _nrt=False)
-def _heap_push(h, n, key):
-    k = n
-    h[k] = key
+def _heap_sift_up(h, k):
     while k > 0:
         p = (k - 1) // 2
         if h[p] <= h[k]:
             break
         h[p], h[k] = h[k], h[p]
         k = p
+
+
+@njit(cache=True, _nrt=False)
+def _heap_push(h, n, key):
+    h[n] = key
+    _heap_sift_up(h, n)
     return n + 1
 
 
@@ -437,9 +441,7 @@ def _heap_remove(h, n, key):
             h[k] = h[n]
             if k < n:
                 _heap_sift_down(h, n, k)
-                while k > 0 and h[(k - 1) // 2] > h[k]:
-                    h[(k - 1) // 2], h[k] = h[k], h[(k - 1) // 2]
-                    k = (k - 1) // 2
+                _heap_sift_up(h, k)
             return n
     return n
 
