@@ -41,6 +41,8 @@ def test_valid_workload_fields_and_history():
     (dict(session=[7, 8, 8]), "row 1 is in session 8"),
     (dict(gap=[0.0, -1.0, 1.0]), "gap is negative"),
     (dict(block_size=0), "block_size must be a positive integer"),
+    (dict(join_to=[1, 0, -1]), "join_to of row 1 is 0"),
+    (dict(join_to=[-1, -1, 3]), "join_to of row 2 is 3"),
 ])
 def test_invalid_workloads_name_the_problem(change, message):
     w = _chain_workload()
@@ -68,6 +70,20 @@ def test_select_and_window_cut_parents():
     assert np.array_equal(sub.blocks(1), w.blocks(2))
     with pytest.raises(WorkloadError):
         w.window(3.0, 1.0)
+
+
+def test_join_to_defaults_to_none_and_select_remaps_it():
+    w = _chain_workload()
+    assert np.all(w.join_to == -1)
+    joined = Workload(arrival=w.arrival, input_len=w.input_len, output_len=w.output_len, session=w.session,
+                      turn=w.turn, parent=w.parent, gap=w.gap, block_offsets=w.block_offsets,
+                      block_ids=w.block_ids, block_size=w.block_size, join_to=[-1, 2, -1])
+    assert list(joined.select(np.array([1, 2])).join_to) == [1, -1]
+    assert list(joined.select(np.array([0, 1])).join_to) == [-1, -1]   # the joined row is cut
+    with pytest.raises(WorkloadError, match="joins row 2 of another session"):
+        Workload(arrival=w.arrival, input_len=w.input_len, output_len=w.output_len, session=[7, 7, 8],
+                 turn=[0, 1, 0], parent=[-1, 0, -1], gap=w.gap, block_offsets=w.block_offsets,
+                 block_ids=w.block_ids, block_size=w.block_size, join_to=[-1, 2, -1])
 
 
 def test_scale_load_compresses_time():

@@ -45,6 +45,11 @@ class Workload:
         block_size: tokens per KV block.
         priority: session priority per request (default 1), for queue disciplines.
         name: a label for tables and plots.
+        join_to: row that waits for this row's end before it is released (closed replay), or -1
+            (default). A fan-out child (a parallel tool call's or a sub-agent's request) names the
+            parent's next turn here: that turn is released when its parent *and* every row that
+            joins it have ended, ``gap`` after the last of them. Must be a later row of the same
+            session.
     """
 
     arrival: np.ndarray
@@ -59,16 +64,19 @@ class Workload:
     block_size: int
     priority: np.ndarray = field(default=None)  # type: ignore[assignment]
     name: str = "workload"
+    join_to: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         n = len(np.asarray(self.arrival))
         conv = {
             "arrival": np.float64, "input_len": np.int64, "output_len": np.int64,
             "session": np.int64, "turn": np.int64, "parent": np.int64, "gap": np.float64,
-            "block_offsets": np.int64, "block_ids": np.int64, "priority": np.float64,
+            "block_offsets": np.int64, "block_ids": np.int64, "priority": np.float64, "join_to": np.int64,
         }
         if self.priority is None:
             object.__setattr__(self, "priority", np.ones(n))
+        if self.join_to is None:
+            object.__setattr__(self, "join_to", np.full(n, -1, dtype=np.int64))
         for name, dtype in conv.items():
             arr = np.ascontiguousarray(getattr(self, name), dtype=dtype)
             arr.setflags(write=False)
@@ -81,7 +89,7 @@ class Workload:
         if not isinstance(self.block_size, (int, np.integer)) or self.block_size <= 0:
             raise WorkloadError(f"block_size must be a positive integer, got {self.block_size!r}")
         object.__setattr__(self, "block_size", int(self.block_size))
-        for name in ("input_len", "output_len", "session", "turn", "parent", "gap", "priority"):
+        for name in ("input_len", "output_len", "session", "turn", "parent", "gap", "priority", "join_to"):
             if len(getattr(self, name)) != n:
                 raise WorkloadError(f"{name} has {len(getattr(self, name))} rows, arrival has {n}")
         if n and not np.all(np.isfinite(self.arrival)):
@@ -126,6 +134,17 @@ class Workload:
             if bad_sess.any():
                 i = rows[child][_first_bad(bad_sess)]
                 raise WorkloadError(f"row {i} is in session {self.session[i]} but its parent is not")
+        join = self.join_to
+        bad = (join < -1) | ((join >= 0) & (join <= rows)) | (join >= n)
+        if bad.any():
+            i = _first_bad(bad)
+            raise WorkloadError(f"join_to of row {i} is {join[i]}: it must be -1 or a later row")
+        joins = join >= 0
+        if joins.any():
+            bad_sess = self.session[joins] != self.session[join[joins]]
+            if bad_sess.any():
+                i = rows[joins][_first_bad(bad_sess)]
+                raise WorkloadError(f"row {i} joins row {join[i]} of another session")
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -163,7 +182,7 @@ class Workload:
 
     # ------------------------------------------------------------------ transforms
     def select(self, rows: np.ndarray) -> "Workload":
-        """The sub-workload of the given rows (bool mask or sorted indices); parents outside it become -1."""
+        """The sub-workload of the given rows (bool mask or sorted indices); parents and joins outside it become -1."""
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
@@ -174,6 +193,8 @@ class Workload:
         new_index[rows] = np.arange(len(rows))
         par = self.parent[rows]
         new_par = np.where(par >= 0, new_index[np.maximum(par, 0)], -1)
+        join = self.join_to[rows]
+        new_join = np.where(join >= 0, new_index[np.maximum(join, 0)], -1)
         counts = self.n_blocks[rows]
         starts = self.block_offsets[rows]
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -184,7 +205,7 @@ class Workload:
             arrival=self.arrival[rows], input_len=self.input_len[rows], output_len=self.output_len[rows],
             session=self.session[rows], turn=self.turn[rows], parent=new_par,
             gap=np.where(new_par >= 0, self.gap[rows], 0.0), block_offsets=offsets,
-            block_ids=self.block_ids[idx], priority=self.priority[rows],
+            block_ids=self.block_ids[idx], priority=self.priority[rows], join_to=new_join,
         )
 
     def window(self, start: float, end: float) -> "Workload":
@@ -233,7 +254,7 @@ class Workload:
         return pd.DataFrame({
             "arrival": self.arrival, "input_len": self.input_len, "output_len": self.output_len,
             "session": self.session, "turn": self.turn, "parent": self.parent, "gap": self.gap,
-            "priority": self.priority, "n_blocks": self.n_blocks,
+            "priority": self.priority, "join_to": self.join_to, "n_blocks": self.n_blocks,
         })
 
     def __repr__(self) -> str:
