@@ -68,7 +68,7 @@ def folder(tmp_path):
 
 # ------------------------------------------------------------------------------ mapping
 def test_calls_sessions_gaps_and_arrivals(folder):
-    conv, _ = read_conversations(folder)
+    conv, _ = read_conversations(folder, subagents="separate")
     assert len(conv.t) == 7 and conv.n_conversations == 2 and conv.calls_per_conversation == 3.5
     w = conv.workload(session_rate=0.01, seed=3)
     assert len(w) == 7 and w.n_sessions == 3  # A's own calls, A's sub-agent, B
@@ -86,6 +86,56 @@ def test_calls_sessions_gaps_and_arrivals(folder):
     b = frame[frame.output_len == 1].sort_values("arrival")
     np.testing.assert_allclose(b.gap, [0.0, 10.0])  # neither think_time nor api_time: arrival to arrival
     assert np.all(w.parent[w.turn > 0] >= 0) and np.all(w.parent[w.turn == 0] == -1)
+
+
+def test_attached_subagents_stay_in_their_conversation_and_join_its_next_call(folder):
+    """Conversation A's sub-agent (2 calls, spawned after A's second call) becomes part of A's session: its first
+    call's parent is the spawning call, its calls chain, its last call joins A's next call, whose gap is counted
+    from the later end (the sub-agent's last call at 10 s, not the spawner's at 6 s)."""
+    conv, _ = read_conversations(folder)
+    assert conv.subagents == "attached"
+    w = conv.workload(session_rate=0.01, seed=3)
+    assert len(w) == 7 and w.n_sessions == 2
+    rows = {(int(i), int(o)): r for r, (i, o) in enumerate(zip(w.input_len, w.output_len))}
+    spawner, sub0, sub1, nxt = rows[300, 20], rows[130, 5], rows[200, 5], rows[400, 30]
+    assert len({w.session[r] for r in (rows[200, 10], spawner, sub0, sub1, nxt)}) == 1
+    assert w.parent[sub0] == spawner and w.parent[sub1] == sub0 and w.parent[nxt] == spawner
+    assert [w.turn[r] for r in (spawner, sub0, sub1, nxt)] == [1, 2, 3, 2]
+    assert w.join_to[sub1] == nxt and (w.join_to >= 0).sum() == 1
+    start = w.arrival[rows[200, 10]]
+    np.testing.assert_allclose(w.arrival[[sub0, sub1]] - start, [6.0, 10.0])  # no duration_ms: placed at t
+    np.testing.assert_allclose(w.gap[[sub0, sub1, nxt]], [0.0, 1.0, 10.0])  # 6 - (5 + 1); think; 20 - 10
+    separate = read_conversations(folder, subagents="separate")[0].workload(session_rate=0.01, seed=3)
+    np.testing.assert_array_equal(np.sort(separate.input_len), np.sort(w.input_len))
+    assert (separate.join_to == -1).all()
+    with pytest.raises(ValueError, match="subagents"):
+        read_conversations(folder, subagents="nested")
+
+
+def test_attached_subagents_start_duration_before_their_entry_and_async_ones_join_nothing(tmp_path):
+    """A sub-agent entry's ``t`` is when its result came back: attached, its calls start ``duration_ms`` earlier.
+    An ``async_launched`` sub-agent runs beside the conversation, which does not wait for it."""
+    sub = {"type": "subagent", "subagent_type": "Explore", "requests": [
+        {"t": 0.0, "type": "n", "in": 64, "out": 2, "hash_ids": [70], "api_time": 2.0},
+        {"t": 5.0, "type": "n", "in": 128, "out": 2, "hash_ids": [70, 71], "api_time": 3.0}]}
+    doc = {"id": "d", "block_size": 64, "hash_id_scope": "local", "tool_tokens": 0, "system_tokens": 0,
+           "requests": [{"t": 0.0, "type": "n", "in": 64, "out": 1, "hash_ids": [1], "api_time": 1.5},
+                        dict(sub, t=12.0, duration_ms=10_000, status="completed"),
+                        dict(sub, t=1.6, duration_ms=None, status="async_launched"),
+                        {"t": 13.0, "type": "n", "in": 128, "out": 1, "hash_ids": [1, 2], "think_time": 11.5}]}
+    folder = _write(tmp_path / "d", {"d.json": doc})
+    w = read_conversations(folder)[0].workload(session_rate=0.01, seed=0)
+    assert w.n_sessions == 1 and len(w) == 6
+    t0 = w.arrival[0]
+    subs = np.flatnonzero(w.output_len == 2)
+    np.testing.assert_allclose(np.sort(w.arrival[subs] - t0), [1.6, 2.0, 6.6, 7.0])  # 12 - 10 s; async at 1.6
+    nxt = int(np.flatnonzero((w.input_len == 128) & (w.output_len == 1))[0])
+    joiners = np.flatnonzero(w.join_to == nxt)
+    assert len(joiners) == 1 and w.arrival[joiners[0]] - t0 == pytest.approx(7.0)  # the completed one only
+    assert w.gap[nxt] == pytest.approx(13.0 - (7.0 + 3.0))
+    separate = read_conversations(folder, subagents="separate")[0].workload(session_rate=0.01, seed=0)
+    np.testing.assert_allclose(np.sort(separate.arrival[separate.output_len == 2] - separate.arrival.min()),
+                               [1.6, 6.6, 12.0, 17.0])  # today's placement: at the entry's t
 
 
 def test_a_think_time_counted_from_an_earlier_completion_is_capped(tmp_path):
@@ -119,8 +169,8 @@ def test_block_ids_are_chained_offset_per_conversation_with_fresh_tails(folder):
 
 
 def test_shared_prefix_option_shares_the_tool_and_system_blocks(folder):
-    plain = read_conversations(folder)[0].workload(seed=0)
-    shared = read_conversations(folder, shared_prefix=True)[0].workload(seed=0)
+    plain = read_conversations(folder, subagents="separate")[0].workload(seed=0)
+    shared = read_conversations(folder, shared_prefix=True, subagents="separate")[0].workload(seed=0)
     np.testing.assert_array_equal(plain.input_len, shared.input_len)
     first = shared.block_offsets[:-1]
     main_firsts = (shared.turn == 0) & (shared.output_len != 5)  # A's and B's first calls
@@ -228,12 +278,15 @@ def test_skip_mode_leaves_out_bad_files(tmp_path):
 
 # ------------------------------------------------------------------------------ the real trace
 def test_claude_code_compact_form_has_the_published_statistics():
-    s = characterize(load_trace("claude-code"), lru_blocks=())
+    s = characterize(load_trace("claude-code", subagents="separate"), lru_blocks=())
     assert s["n_requests"] == 49334 and s["n_sessions"] == 710 + 63 and s["block_size"] == 512
     assert 0.95 <= s["reuse_ratio"] <= 0.98  # 0.963 at 64-token blocks (the kv-cache-tester statistics)
     assert s["input_mean"] == pytest.approx(122_379, abs=1) and s["input_p50"] == 103_659
     assert s["output_mean"] == pytest.approx(440.06, abs=0.01) and s["output_p50"] == 216
     assert (s["turns_p50"], s["turns_p90"], s["turns_max"]) == (39, 150, 514)
+    attached = characterize(load_trace("claude-code"), lru_blocks=())  # the default: sub-agents in their sessions
+    assert attached["n_sessions"] == 710 and attached["reuse_ratio"] == s["reuse_ratio"]
+    assert (attached["turns_p50"], attached["turns_max"]) == (45.5, 561)
 
 
 def _script():
@@ -270,6 +323,20 @@ def test_original_archive_matches_the_shipped_compact_form():
     np.testing.assert_array_equal(prefix_reuse(coarse)["hit_tokens"], prefix_reuse(shipped)["hit_tokens"])
 
 
+def test_claude_code_counts_attached_and_separate():
+    """The shipped trace: 63 sub-agents (676 calls) in 17 of 710 conversations; attached they stay in the 710
+    conversations' sessions and 57 join a next call (4 run async, 2 follow the conversation's last call)."""
+    path = data_dir() / "traces" / "weka_claude_code_512.tar.gz"
+    attached = read_conversations(path)[0]
+    separate = read_conversations(path, subagents="separate")[0]
+    assert (attached.family > 0).sum() == 676 and len(np.unique(attached.chain[attached.family > 0])) == 63
+    a, s = attached.workload(seed=0), separate.workload(seed=0)
+    assert len(a) == len(s) == 49334 and a.n_sessions == 710 and s.n_sessions == 773
+    assert (a.join_to >= 0).sum() == 57 and (s.join_to == -1).all()
+    assert len(np.unique(a.session[a.join_to >= 0])) == 16
+    np.testing.assert_array_equal(np.sort(a.input_len), np.sort(s.input_len))
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_window_is_placed_without_building_the_calls_outside_it(seed):
     """Placing only the calls inside [begin, end) equals placing everything and cutting the window (a day of
@@ -282,5 +349,5 @@ def test_a_window_is_placed_without_building_the_calls_outside_it(seed):
     cut = conversations._placed(which, start, begin=0.0, end=600.0)
     assert len(cut) > 0 and (cut.parent == -1).any() and (cut.parent >= 0).any()
     for name in ("arrival", "input_len", "output_len", "session", "turn", "parent", "gap", "block_offsets",
-                 "block_ids"):
+                 "block_ids", "join_to"):
         assert np.array_equal(getattr(full, name), getattr(cut, name)), name

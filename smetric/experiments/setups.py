@@ -41,6 +41,7 @@ import numpy as np
 
 from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
+from ..workload.kvcache_tester import DEFAULT_SUBAGENTS
 
 __all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
            "paper_cluster", "agent_workload", "trace_workload", "trace_conversations", "trace_file", "run_point",
@@ -110,10 +111,13 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
                preset: str, overrides: tuple) -> Workload:
     rate = rpm_per_instance * n_instances
     if preset in TRACE_WORKLOADS:
-        if overrides:
-            raise ValueError(f"the {preset} trace takes no generator overrides, got {dict(overrides)}")
-        return trace_conversations(preset).workload(requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
-                                               warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES))
+        options = dict(overrides)
+        subagents = options.pop("subagents", DEFAULT_SUBAGENTS)
+        if options:
+            raise ValueError(f"the {preset} trace takes only the subagents option, got {options}")
+        return trace_conversations(preset, subagents).workload(
+            requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
+            warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES))
     from ..workload.synthetic import synth_agent_workload
 
     return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed, preset=preset,
@@ -121,12 +125,13 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
 
 
 @lru_cache(maxsize=2)
-def trace_conversations(name: str):
-    """The parsed conversations of a trace workload of :data:`TRACE_WORKLOADS` (read once per process)."""
+def trace_conversations(name: str, subagents: str = DEFAULT_SUBAGENTS):
+    """The parsed conversations of a trace workload of :data:`TRACE_WORKLOADS` (read once per process per
+    ``subagents`` mapping: ``"attached"``, the default, or ``"separate"``; see :mod:`..workload.kvcache_tester`)."""
     from ..workload.catalog import trace_path
     from ..workload.kvcache_tester import read_conversations
 
-    return read_conversations(trace_path(name), name=name)[0]
+    return read_conversations(trace_path(name), name=name, subagents=subagents)[0]
 
 
 @lru_cache(maxsize=16)

@@ -53,6 +53,9 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shared-prefix", action="store_true",
                         help="kvcache-tester only: treat the tool/system prefix as common to all conversations "
                              "(an assumption, off by default)")
+    parser.add_argument("--subagents", choices=("attached", "separate"),
+                        help="kvcache-tester only: keep sub-agents in their conversation's session as fan-out "
+                             "children (attached, the default) or as sessions of their own (separate)")
     add_limit_arguments(parser)
 
 
@@ -64,6 +67,8 @@ def run_characterize(args: argparse.Namespace) -> int:
     from .characterize import characterize
 
     replay = {"shared_prefix": True} if args.shared_prefix else {}
+    if args.subagents:
+        replay["subagents"] = args.subagents
     workload, code = read_for_cli("characterize", args, block_size=args.block_size, **replay)
     if workload is None:
         return code

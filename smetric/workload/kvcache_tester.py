@@ -12,15 +12,39 @@ optionally ``think_time`` (client delay before the call, s) and ``api_time`` (se
 A trace is a folder of such files, a ``.tar``/``.tar.gz`` of them, or one file. How it maps onto
 the :class:`~smetric.workload.Workload`:
 
-- **sessions**: each conversation's own calls form one session (parent = its previous call); each
-  sub-agent is a session of its own, as kv-cache-tester replays it as a separate user. Its block
-  ids live in the parent conversation's id space, so prefix reuse between them is counted.
+- **sessions**: each conversation's own calls form one session (parent = its previous call). Sub-agents
+  (``subagents=``):
+
+  - ``"attached"`` (default): a sub-agent's calls stay in its conversation's session, as fan-out children.
+    Its first call's parent is the *spawning call* (the conversation's last call before the sub-agent
+    entry), its calls chain (turn = the spawning call's turn + 1, + 2, ...), and its last call names the
+    conversation's next call in ``Workload.join_to``: closed replay releases that call once the spawning
+    call and every sub-agent joining it have ended, ``gap`` after the last. Sub-agents listed one after
+    another belong to the same spawning call and run concurrently. Timing from the trace, corrected: a
+    sub-agent entry's ``t`` is when its result came back, so it **started** ``duration_ms`` earlier (on the
+    Claude Code trace that start lies 0.1-1.0 s, median 0.5 s, after the spawning call's end, and every
+    completed sub-agent ends before the conversation's next call; placed at ``t`` itself, as ``"separate"``
+    does, 50 of the 63 sub-agents would still run when that call arrives). So a sub-agent's calls arrive at
+    start + spawn ``t`` - ``duration_ms`` + their own ``t``; its first call's gap is the time from the
+    spawning call's end (``t + api_time``), and the joined call's gap is counted from the last end among
+    the spawning call and its joiners (at most the recorded gap, at least 0). A sub-agent with ``status``
+    ``"async_launched"`` (started in the background; the conversation goes on without it), one after the
+    conversation's last call, or one whose next call arrives before its last call joins nothing. Nested
+    sub-agents (none in the Claude Code trace) attach to the chain that spawned them the same way.
+  - ``"separate"``: each sub-agent is a session of its own, as kv-cache-tester replays it as a separate
+    user, its calls placed at start + spawn ``t`` + their own ``t`` (the mapping before fan-out, kept bit
+    for bit).
+
+  Either way a sub-agent's block ids live in the parent conversation's id space, so prefix reuse between
+  them is counted. On the Claude Code trace: 710 conversations, 63 sub-agents (676 calls, in 17
+  conversations; none nested), 57 of them joined (4 async, 2 after the last call); 710 sessions attached,
+  773 separate.
 - **block ids**: local ids are offset per conversation (equal ids in different conversations mean
   nothing); the trailing partial block gets a fresh id. The ids are checked to be chained.
 - **arrivals**: the data has no absolute time. Conversations start as a Poisson process at an
   offered rate (seeded ``numpy.random.Generator``): each once in a random order, or, over a time
   window, drawn with replacement (:meth:`Conversations.workload`); a call arrives at its
-  conversation's start plus its recorded ``t`` (a sub-agent's calls at start + spawn ``t`` + their own).
+  conversation's start plus its recorded ``t`` (a sub-agent's as above).
 - **gap** (think time, from the parent's completion, used by closed replay): ``think_time``, capped at
   ``t - t_prev``; where it is absent, ``t - t_prev - api_time_prev`` (clipped at 0), or ``t - t_prev``
   without ``api_time``. The cap matters: ``think_time`` counts from the last call that *completed* with
@@ -46,7 +70,7 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -55,13 +79,17 @@ from numba import njit
 from .core import Workload, n_blocks_for
 from .errors import TraceFormatError
 
-__all__ = ["FORMAT", "DEFAULT_REQUESTS_PER_MINUTE", "Conversations", "is_kvcache_tester", "read_conversations"]
+__all__ = ["FORMAT", "DEFAULT_REQUESTS_PER_MINUTE", "DEFAULT_SUBAGENTS", "SUBAGENT_MODES", "Conversations",
+           "is_kvcache_tester", "read_conversations"]
 
 FORMAT = "kvcache-tester"
 #: Default offered load: 45 requests/min/instance (the paper's 43-48, Finding 6) on 32 instances,
 #: the same default as the synthetic generator.
 DEFAULT_REQUESTS_PER_MINUTE = 45.0 * 32
 SCOPES = ("local", "global")
+#: How sub-agents map onto sessions (module docstring): attached to their conversation, or sessions of their own.
+SUBAGENT_MODES = ("attached", "separate")
+DEFAULT_SUBAGENTS = "attached"
 _HASHES = re.compile(rb'"hash_ids"\s*:\s*\[')
 _SLOT = "\x00hash_ids"  # placeholder key for a cut-out hash list (a NUL never appears in a real key)
 _SLOT_JSON = json.dumps(_SLOT).encode()
@@ -242,6 +270,10 @@ class _Calls:
     prefix_blocks: list[int]   # tool + system blocks of the call's chain
     family: list[int]          # 0 = a conversation, k > 0 = sub-agent type k
     slot: list[int]            # index of the call's hash list in its file's spans
+    t_start: list[float]       # t with sub-agents placed at their start (entry ``t`` - ``duration_ms``)
+    api: list[float]           # api_time (NaN where absent)
+    spawned_by: list[tuple[int, int]]  # first call of a sub-agent: (chain, position) of the spawning call
+    joins: list[tuple[int, int]]       # last call of a waited-for sub-agent: (chain, position) of the next call
 
 
 def _cut_hash_lists(blob: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -293,7 +325,8 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
     used: set[int] = set()
     n_chains = 0
 
-    def walk(requests: object, where: str, spawn: float, prefix: int, family: int) -> None:
+    def walk(requests: object, where: str, spawn: float, start: float, prefix: int, family: int,
+             spawned_by: tuple[int, int], joins: tuple[int, int]) -> None:
         nonlocal n_chains
         if not isinstance(requests, list) or not requests:
             raise _Bad(where.rstrip(".") or "requests", f"must be a non-empty list of requests, got {_short(requests)}")
@@ -315,7 +348,11 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
                                  (_get(rec, "system_tokens", here, "int", optional=True) or 0)
                     sub_type = _get(rec, "subagent_type", here, "str", optional=True) or "subagent"
                     sub_family = families.setdefault(sub_type, len(families) + 1)
-                    walk(rec.get("requests"), here + "requests", spawn + t, sub_prefix // block_size, sub_family)
+                    ran = 0.0 if rec.get("duration_ms") is None else _get(rec, "duration_ms", here, "number")
+                    waited = _get(rec, "status", here, "str", optional=True) != "async_launched"
+                    walk(rec.get("requests"), here + "requests", spawn + t, start + t - ran / 1000.0,
+                         sub_prefix // block_size, sub_family, (chain, len(rows) - 1) if rows else spawned_by,
+                         (chain, len(rows)) if waited else (-1, -1))
                     continue
                 inp = _get(rec, "in", here, "int")
                 out = _get(rec, "out", here, "int")
@@ -342,17 +379,19 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
                 gap = max(t - prev_t - prev_api, 0.0)
             else:
                 gap = t - prev_t
-            rows.append((conversation, chain, spawn + t, inp, out, gap, prefix, family, slot))
+            rows.append((conversation, chain, spawn + t, inp, out, gap, prefix, family, slot, start + t,
+                         math.nan if api is None else float(api), spawned_by if not rows else (-1, -1), (-1, -1)))
             prev_t, prev_api = t, api
         if not rows:
             raise _Bad(where, "holds only sub-agents: a conversation or sub-agent needs calls of its own")
+        rows[-1] = rows[-1][:-1] + (joins,)
         for column, values in zip(local.__dict__.values(), zip(*rows)):
             column.extend(values)
 
     prefix = _get(doc, "tool_tokens", "", "int") + _get(doc, "system_tokens", "", "int")
     if "requests" not in doc:
         raise _Bad("requests", "missing")
-    walk(doc["requests"], "requests", 0.0, prefix // block_size, 0)
+    walk(doc["requests"], "requests", 0.0, 0.0, prefix // block_size, 0, (-1, -1), (-1, -1))
     for column, more in zip(calls.__dict__.values(), local.__dict__.values()):
         column.extend(more)
     return doc, values, counts, n_chains
@@ -363,9 +402,11 @@ def _parse_file(blob: bytes, calls: _Calls, conversation: int, first_chain: int,
 class Conversations:
     """Parsed kv-cache-tester conversations, without absolute time (one row per call).
 
-    Calls are grouped by chain (a conversation's own calls, or one sub-agent's), each chain in order.
-    ``t`` is the call's time from its conversation's start. Block ids are the Workload's chained
-    ids (full blocks from the trace, a fresh id for a partial tail).
+    Calls are grouped by chain (a conversation's own calls, or one sub-agent's), each chain in order
+    (a sub-agent's chain before the calls of the chain that spawned it). ``t`` is the call's time from its
+    conversation's start. Block ids are the Workload's chained ids (full blocks from the trace, a fresh id
+    for a partial tail). The fields after ``name`` (filled by :func:`read_conversations`) give each call's
+    place in its session under the ``subagents`` mapping.
     """
 
     conversation: np.ndarray
@@ -379,6 +420,13 @@ class Conversations:
     block_size: int
     names: tuple[str, ...]
     name: str = "kvcache-tester"
+    family: np.ndarray = None         # 0: a conversation's own call; k > 0: a call of a sub-agent of type k
+    api_time: np.ndarray = None       # the call's recorded server time (s; NaN where absent)
+    parent_call: np.ndarray = None    # the call's parent call (index into these rows) or -1
+    join_call: np.ndarray = None      # the call that waits for this one (a sub-agent's last call) or -1
+    call_turn: np.ndarray = None      # the call's turn in its session
+    session_chain: np.ndarray = None  # the chain whose number the call's session takes
+    subagents: str = DEFAULT_SUBAGENTS
 
     @property
     def n_conversations(self) -> int:
@@ -442,39 +490,48 @@ class Conversations:
             + np.arange(int(counts.sum()))
         arrival = start[copy] + self.t[call]
         keep = (arrival >= begin) & (arrival < end)
-        first_kept = keep.copy()
-        first_kept[1:] &= ~keep[:-1]  # its predecessor in the same copy (the previous call) was left out
-        copy, call, arrival, first_kept = copy[keep], call[keep], arrival[keep], first_kept[keep]
-        chain_first = np.ones(len(self.chain), dtype=bool)
-        chain_first[1:] = self.chain[1:] != self.chain[:-1]
-        chain_start = np.maximum.accumulate(np.where(chain_first, np.arange(len(self.chain)), 0))
+        # a copy's calls are contiguous, in the order of the rows: a call ``d`` rows away is ``d`` places away
+        placed = np.arange(len(call))
+        parent_at = np.where(self.parent_call[call] >= 0, placed - call + self.parent_call[call], -1)
+        join_at = np.where(self.join_call[call] >= 0, placed - call + self.join_call[call], -1)
+        kept_rank = np.cumsum(keep) - 1
+        cut = keep & (parent_at >= 0) & ~keep[np.maximum(parent_at, 0)]  # its parent arrived before ``begin``
+        joined = keep & (join_at >= 0) & keep[np.maximum(join_at, 0)]
+        copy, call, arrival, cut = copy[keep], call[keep], arrival[keep], cut[keep]
+        parent_at, join_at, joined = parent_at[keep], join_at[keep], joined[keep]
         n = len(call)
         order = np.lexsort((np.arange(n), arrival))
         row = np.empty(n, dtype=np.int64)
         row[order] = np.arange(n)
-        cut = first_kept & ~chain_first[call]  # its parent arrived before ``begin`` (no gap, as in window())
-        parent = np.where(chain_first[call] | cut, -1, row[np.maximum(np.arange(n) - 1, 0)])  # the previous call
+        parent = np.where((parent_at < 0) | cut, -1, row[kept_rank[np.maximum(parent_at, 0)]])
+        join_to = np.where(joined, row[kept_rank[np.maximum(join_at, 0)]], -1)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.diff(self.block_offsets)[call[order]], out=offsets[1:])
         id_span = int(self.block_ids.max(initial=-1)) + 1
         n_chains = int(self.chain.max(initial=-1)) + 1
         call, copy = call[order], copy[order]
         return Workload(arrival=arrival[order], input_len=self.input_len[call], output_len=self.output_len[call],
-                        session=self.chain[call] + n_chains * repeat[copy], turn=call - chain_start[call],
+                        session=self.session_chain[call] + n_chains * repeat[copy], turn=self.call_turn[call],
                         parent=parent[order], gap=np.where(cut[order], 0.0, self.gap[call]), block_offsets=offsets,
                         block_ids=_gather(self.block_ids, self.block_offsets, call, offsets, id_span * repeat[copy]),
-                        block_size=self.block_size, name=self.name)
+                        block_size=self.block_size, name=self.name, join_to=join_to[order])
 
 
 def read_conversations(source: str | os.PathLike, *, block_size: int | None = None, shared_prefix: bool = False,
-                       on_error: str = "raise", name: str | None = None) -> tuple[Conversations, tuple]:
+                       on_error: str = "raise", name: str | None = None,
+                       subagents: str = DEFAULT_SUBAGENTS) -> tuple[Conversations, tuple]:
     """Parse a folder, tar archive or file of kv-cache-tester sessions.
 
     Returns the :class:`Conversations` and the :class:`TraceFormatError` of every file left out
     (``on_error="skip"``). ``block_size`` coarsens to a multiple of the files' block size.
+    ``subagents``: ``"attached"`` (default: a sub-agent's calls stay in its conversation's session, its last
+    call joined by the conversation's next call) or ``"separate"`` (a session of its own, the loader's
+    mapping before fan-out); see the module docstring.
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if subagents not in SUBAGENT_MODES:
+        raise ValueError(f"subagents must be one of {SUBAGENT_MODES}, got {subagents!r}")
     path = Path(source)
     calls = _Calls(*([] for _ in range(len(_Calls.__dataclass_fields__))))
     families: dict[str, int] = {}
@@ -510,14 +567,59 @@ def read_conversations(source: str | os.PathLike, *, block_size: int | None = No
                                else "no session files (*.json) found")
     native = sizes.pop()
     conversations = _assemble(calls, hash_values, hash_counts, native, scopes.pop() == "global", shared_prefix,
-                              names, name or path.name.split(".")[0])
+                              names, name or path.name.split(".")[0], subagents)
     if block_size is not None and block_size != native:
         conversations = _coarsened(conversations, block_size)
     return conversations, tuple(skipped)
 
 
+def _structure(calls: _Calls, subagents: str) -> dict[str, np.ndarray]:
+    """Per call: time, gap, parent call, joined call, turn and session chain of either sub-agent mapping
+    (module docstring)."""
+    chain = np.asarray(calls.chain, dtype=np.int64)
+    n = len(chain)
+    rows = np.arange(n)
+    chain_first = np.ones(n, dtype=bool)
+    chain_first[1:] = chain[1:] != chain[:-1]
+    first_row = np.zeros(int(chain.max(initial=-1)) + 1, dtype=np.int64)
+    first_row[chain[::-1]] = rows[::-1]
+    parent = np.where(chain_first, -1, rows - 1)
+    if subagents == "separate":
+        return {"t": np.asarray(calls.t, dtype=np.float64), "gap": np.asarray(calls.gap, dtype=np.float64),
+                "parent_call": parent, "join_call": np.full(n, -1, dtype=np.int64),
+                "call_turn": rows - first_row[chain], "session_chain": chain}
+    t = np.asarray(calls.t_start, dtype=np.float64)
+    gap = np.asarray(calls.gap, dtype=np.float64).copy()
+    end = t + np.nan_to_num(np.asarray(calls.api, dtype=np.float64))
+    chain_len = np.bincount(chain, minlength=len(first_row))
+    join = np.full(n, -1, dtype=np.int64)
+    for r in np.flatnonzero(chain_first):
+        sc, sp = calls.spawned_by[r]
+        if sc >= 0:
+            parent[r] = first_row[sc] + sp
+            gap[r] = max(t[r] - end[parent[r]], 0.0)
+    last = np.flatnonzero(np.append(chain_first[1:], True))
+    for r in last:
+        jc, jp = calls.joins[r]
+        if jc >= 0 and jp < chain_len[jc] and t[first_row[jc] + jp] >= t[r]:
+            join[r] = first_row[jc] + jp
+    for target in np.unique(join[join >= 0]):  # the next call waits for the spawner and every joiner, then gap
+        waited = max(end[parent[target]], end[join == target].max())
+        gap[target] = max(min(gap[target], t[target] - waited), 0.0)
+    turn = rows - first_row[chain]
+    for c in range(len(first_row)):  # an enclosing chain has a lower number than its sub-agents
+        r = first_row[c]
+        if parent[r] >= 0:
+            turn[r:r + chain_len[c]] += turn[parent[r]] + 1
+    conv = np.asarray(calls.conversation, dtype=np.int64)
+    root = np.full(int(conv.max(initial=-1)) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(root, conv, chain)
+    return {"t": t, "gap": gap, "parent_call": parent, "join_call": join, "call_turn": turn,
+            "session_chain": root[conv]}
+
+
 def _assemble(calls: _Calls, hash_values, hash_counts, block_size: int, global_scope: bool, shared_prefix: bool,
-              names: list[str], name: str) -> Conversations:
+              names: list[str], name: str, subagents: str) -> Conversations:
     conv = np.asarray(calls.conversation, dtype=np.int64)
     slot = np.asarray(calls.slot, dtype=np.int64)
     input_len = np.asarray(calls.input_len, dtype=np.int64)
@@ -545,11 +647,14 @@ def _assemble(calls: _Calls, hash_values, hash_counts, block_size: int, global_s
                                f"ids are not chained prefix hashes: id {values[start[bad_call] + bad_pos]} at "
                                f"position {bad_pos} of the call at t={calls.t[bad_call]:g} s also appears at "
                                f"another position or after another id")
-    return Conversations(conversation=conv, chain=np.asarray(calls.chain, dtype=np.int64),
-                         t=np.asarray(calls.t, dtype=np.float64), input_len=input_len,
-                         output_len=np.asarray(calls.output_len, dtype=np.int64),
-                         gap=np.asarray(calls.gap, dtype=np.float64), block_offsets=offsets, block_ids=ids,
-                         block_size=block_size, names=tuple(names), name=name)
+    mapped = _structure(calls, subagents)
+    return Conversations(conversation=conv, chain=np.asarray(calls.chain, dtype=np.int64), t=mapped["t"],
+                         input_len=input_len, output_len=np.asarray(calls.output_len, dtype=np.int64),
+                         gap=mapped["gap"], block_offsets=offsets, block_ids=ids, block_size=block_size,
+                         names=tuple(names), name=name, family=np.asarray(calls.family, dtype=np.int64),
+                         api_time=np.asarray(calls.api, dtype=np.float64), parent_call=mapped["parent_call"],
+                         join_call=mapped["join_call"], call_turn=mapped["call_turn"],
+                         session_chain=mapped["session_chain"], subagents=subagents)
 
 
 def _dense(values: np.ndarray, out: np.ndarray, base: int) -> int:
@@ -571,6 +676,4 @@ def _coarsened(c: Conversations, block_size: int) -> Conversations:
                         session=np.arange(len(c.t)), turn=np.zeros(len(c.t), dtype=np.int64),
                         parent=np.full(len(c.t), -1), gap=np.zeros(len(c.t)), block_offsets=c.block_offsets,
                         block_ids=c.block_ids, block_size=c.block_size).coarsen(block_size)
-    return Conversations(conversation=c.conversation, chain=c.chain, t=c.t, input_len=c.input_len,
-                         output_len=c.output_len, gap=c.gap, block_offsets=workload.block_offsets,
-                         block_ids=workload.block_ids, block_size=block_size, names=c.names, name=c.name)
+    return replace(c, block_offsets=workload.block_offsets, block_ids=workload.block_ids, block_size=block_size)

@@ -61,7 +61,7 @@ import numpy as np
 from .catalog import TRACES, trace_path
 from .core import Workload, n_blocks_for
 from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
-from .kvcache_tester import is_kvcache_tester, read_conversations
+from .kvcache_tester import DEFAULT_SUBAGENTS, is_kvcache_tester, read_conversations
 from .sessions import arrival_gaps, chain_sessions, infer_parents
 
 __all__ = ["FORMATS", "NATIVE_BLOCK_SIZE", "MAX_TIME_S", "TraceLimits", "LoadedTrace", "detect_format", "read_trace",
@@ -605,7 +605,7 @@ def read_trace(source: str | os.PathLike, *, format: str | None = None, on_error
         name: the workload's label (default: the catalog name or the file name).
         limits: bounds on line length and tokens (default :meth:`TraceLimits.from_env`).
         replay: kvcache-tester only: ``requests_per_minute`` or ``session_rate``, ``seed`` (arrivals)
-            and ``shared_prefix`` (see :mod:`smetric.workload.kvcache_tester`).
+            ``shared_prefix`` and ``subagents`` (see :mod:`smetric.workload.kvcache_tester`).
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -682,8 +682,9 @@ def _read_conversations(path: Path, format: str, on_error: str, block_size: int 
     if infer_sessions:
         raise ValueError("kvcache-tester traces carry their sessions; they are not inferred")
     shared_prefix = replay.pop("shared_prefix", False)
+    subagents = replay.pop("subagents", DEFAULT_SUBAGENTS)
     conversations, skipped = read_conversations(path, block_size=block_size, shared_prefix=shared_prefix,
-                                                on_error=on_error, name=name)
+                                                on_error=on_error, name=name, subagents=subagents)
     if skipped:
         warnings.warn(TraceSkipWarning(f"{path}: skipped {len(skipped)} bad session file(s); first: "
                                        f"{skipped[0]}"), stacklevel=3)
