@@ -40,11 +40,12 @@ from scipy import special
 
 from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload
+from .fanout import FanOut
 
 __all__ = [
     "AGENT", "AGENT_TARGETS", "BAILIAN_CODER", "BAILIAN_CODER_TARGETS", "CHAT", "CHAT_TARGETS", "DEFAULT_PRESET",
     "PRESETS", "Preset", "SessionWorkloadConfig", "TOOLAGENT", "TOOLAGENT_TARGETS", "TRACELAB", "TRACELAB_TARGETS",
-    "expected_turns", "get_preset",
+    "expected_requests", "expected_turns", "get_preset",
     "session_rate", "synth_agent_workload", "synth_chat_workload", "synth_workload", "with_overrides",
 ]
 
@@ -96,6 +97,7 @@ class SessionWorkloadConfig:
     est_tpot_s: float = 0.025
     block_size: int = 512
     name: str = "synthetic-agent"
+    fanout: FanOut | None = None           # sub-agents / parallel calls (smetric.workload.fanout); None: none
 
     def __post_init__(self) -> None:
         if (self.session_rate is None) == (self.requests_per_minute is None):
@@ -103,7 +105,7 @@ class SessionWorkloadConfig:
                              f"session_rate={self.session_rate!r}, requests_per_minute={self.requests_per_minute!r}")
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in ("name", "arrival") or v is None:
+            if f.name in ("name", "arrival", "fanout") or v is None:
                 continue
             if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
                 ok = v >= 0
@@ -117,6 +119,8 @@ class SessionWorkloadConfig:
                   "block_size"):
             if int(getattr(self, f)) != getattr(self, f):
                 raise ValueError(f"SessionWorkloadConfig.{f} must be an integer, got {getattr(self, f)!r}")
+        if self.fanout is not None and not isinstance(self.fanout, FanOut):
+            raise ValueError(f"SessionWorkloadConfig.fanout must be a FanOut or None, got {self.fanout!r}")
         if not isinstance(self.arrival, ArrivalProcess):
             raise ValueError(f"SessionWorkloadConfig.arrival must be an ArrivalProcess, got {self.arrival!r}")
         if self.compact_tokens >= self.max_context:
@@ -367,8 +371,11 @@ def _session_timeline(turn_offsets, system_len, first_input, append, output, gap
 
 
 @njit(cache=True)
-def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoch_base, block_size, fresh):
-    """Chained ids: system-prompt blocks shared by prompt, transcript blocks by epoch, partial tail ``fresh[i]``."""
+def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoch_base, block_size, fresh,
+                       fork_blocks, fork_epoch, sib_blocks, sib_epoch):
+    """Chained ids: system-prompt blocks shared by prompt, transcript blocks by epoch, partial tail ``fresh[i]``;
+    a fan-out child's blocks below ``fork_blocks[i]`` are its parent's transcript (epoch ``fork_epoch[i]``), then
+    below ``sib_blocks[i]`` its spawn's first child's (epoch ``sib_epoch[i]``); 0 for a main turn."""
     ids = np.empty(offsets[-1], dtype=np.int64)
     for i in range(len(input_len)):
         n_full = input_len[i] // block_size
@@ -378,6 +385,10 @@ def _chained_block_ids(input_len, offsets, epoch, system_full, system_base, epoc
                 ids[offsets[i] + j] = fresh[i]
             elif j < sf:
                 ids[offsets[i] + j] = system_base[i] + j
+            elif j < fork_blocks[i]:
+                ids[offsets[i] + j] = epoch_base[fork_epoch[i]] + j - sf
+            elif j < sib_blocks[i]:
+                ids[offsets[i] + j] = epoch_base[sib_epoch[i]] + j - sf
             else:
                 ids[offsets[i] + j] = epoch_base[epoch[i]] + j - sf
     return ids
@@ -388,22 +399,38 @@ def _lognormal_tokens(rng: np.random.Generator, median: float, sigma: float, siz
     return np.clip(np.rint(rng.lognormal(np.log(median), sigma, size)), lo, hi).astype(np.int64)
 
 
-def expected_turns(config: SessionWorkloadConfig) -> float:
-    """Mean turns per session of ``config`` (exact for the rounded, clipped log-normal)."""
-    k = np.arange(1, config.max_turns + 1, dtype=np.float64)
-    z = (np.log(np.concatenate([[0.5], k + 0.5])) - np.log(config.turns_median)) / max(config.turns_sigma, 1e-300)
+def _rounded_lognormal_mean(median: float, sigma: float, most: int) -> float:
+    """Mean of ``clip(round(lognormal(log(median), sigma)), 1, most)`` (exact)."""
+    k = np.arange(1, most + 1, dtype=np.float64)
+    z = (np.log(np.concatenate([[0.5], k + 0.5])) - np.log(median)) / max(sigma, 1e-300)
     cdf = special.ndtr(z)
     p = np.diff(cdf)
     p[0] += cdf[0]          # round(x) < 1 is clipped to 1
-    p[-1] += 1.0 - cdf[-1]  # round(x) > max_turns is clipped to max_turns
+    p[-1] += 1.0 - cdf[-1]  # round(x) > most is clipped to most
     return float(p @ k)
 
 
+def expected_turns(config: SessionWorkloadConfig) -> float:
+    """Mean turns per session of ``config`` (exact for the rounded, clipped log-normal)."""
+    return _rounded_lognormal_mean(config.turns_median, config.turns_sigma, config.max_turns)
+
+
+def expected_requests(config: SessionWorkloadConfig) -> float:
+    """Mean requests per session: :func:`expected_turns` plus, with ``fanout``, the children's calls (every turn
+    but the last spawns with ``spawn_prob``)."""
+    turns = expected_turns(config)
+    f = config.fanout
+    if f is None:
+        return turns
+    child_calls = _rounded_lognormal_mean(f.child_turns_median, f.child_turns_sigma, f.max_child_turns)
+    return turns + f.spawn_prob * (turns - 1.0) * f.mean_children * child_calls
+
+
 def session_rate(config: SessionWorkloadConfig) -> float:
-    """Sessions per second: ``config.session_rate``, or ``requests_per_minute / 60 / expected_turns``."""
+    """Sessions per second: ``config.session_rate``, or ``requests_per_minute / 60 / expected_requests``."""
     if config.session_rate is not None:
         return float(config.session_rate)
-    return config.requests_per_minute / 60.0 / expected_turns(config)
+    return config.requests_per_minute / 60.0 / expected_requests(config)
 
 
 def _system_prompt_tokens(config: SessionWorkloadConfig) -> np.ndarray:
@@ -455,7 +482,21 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
     prompt_full = sys_tokens // bs
     system_base = np.concatenate([[0], np.cumsum(prompt_full)])
     epoch_prompt = prompt_of_session[session_of[np.searchsorted(epoch, np.arange(len(epoch_tokens)))]]
-    epoch_size = np.maximum(epoch_tokens // bs - prompt_full[epoch_prompt], 0)
+    rows_of = {"session": session_of, "turn": turn, "arrival": arrival, "input_len": input_len, "output": output,
+               "gap": gap, "epoch": epoch, "parent": np.where(turn > 0, np.arange(n) - 1, -1),
+               "row_sf": prompt_full[prompt_of_session[session_of]], "epoch_tokens": epoch_tokens,
+               "epoch_sf": prompt_full[epoch_prompt], "join": np.full(n, -1, dtype=np.int64),
+               **{k: np.zeros(n, dtype=np.int64) for k in ("fork_blocks", "fork_epoch", "sib_blocks", "sib_epoch")}}
+    if c.fanout is not None:
+        from .fanout import add_fanout
+
+        rows_of.update(add_fanout(c.fanout, np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]),
+                                  rows_of, max_context=c.max_context, max_output=c.max_output,
+                                  prefill_tps=c.est_prefill_tokens_per_s, tpot=c.est_tpot_s, block_size=bs))
+    session_of, turn, arrival, input_len, output, gap, epoch = (
+        rows_of[k] for k in ("session", "turn", "arrival", "input_len", "output", "gap", "epoch"))
+    n = len(arrival)
+    epoch_size = np.maximum(rows_of["epoch_tokens"] // bs - rows_of["epoch_sf"], 0)
     epoch_base = system_base[-1] + np.concatenate([[0], np.cumsum(epoch_size)])
 
     # the requests kept (all, or those arriving in [0, duration)) in arrival order; only their blocks are built
@@ -464,18 +505,22 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
     rows = order[pos]
     new_row = np.full(n, -1, dtype=np.int64)
     new_row[rows] = np.arange(len(rows))
-    previous = np.where(turn[rows] > 0, rows - 1, -1)
+    previous = rows_of["parent"][rows]
     parent = np.where(previous >= 0, new_row[np.maximum(previous, 0)], -1)  # a parent cut off by the window: -1
+    joined = rows_of["join"][rows]
+    join_to = np.where(joined >= 0, new_row[np.maximum(joined, 0)], -1)
     input_len = input_len[rows]
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum((input_len + bs - 1) // bs, out=offsets[1:])
     prompt = prompt_of_session[session_of[rows]]
-    block_ids = _chained_block_ids(input_len, offsets, epoch[rows], prompt_full[prompt], system_base[prompt],
-                                   epoch_base, bs, epoch_base[-1] + pos)  # fresh tail id: the request's rank
+    block_ids = _chained_block_ids(input_len, offsets, epoch[rows], rows_of["row_sf"][rows], system_base[prompt],
+                                   epoch_base, bs, epoch_base[-1] + pos,  # fresh tail id: the request's rank
+                                   *(rows_of[k][rows] for k in ("fork_blocks", "fork_epoch", "sib_blocks",
+                                                                "sib_epoch")))
     return Workload(
         arrival=arrival[rows], input_len=input_len, output_len=output[rows], session=session_of[rows],
         turn=turn[rows], parent=parent, gap=np.where(parent >= 0, gap[rows], 0.0), block_offsets=offsets,
-        block_ids=block_ids, block_size=bs, priority=np.ones(len(rows)), name=c.name,
+        block_ids=block_ids, block_size=bs, priority=np.ones(len(rows)), name=c.name, join_to=join_to,
     )
 
 
