@@ -43,7 +43,9 @@ def register_characterize(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Reuse, locality and session statistics of a trace: prefix reuse with an infinite "
                           "cache and with LRU caches, intra-session share, first-turn reuse, reuse distance, "
                           "session skew, turns and lengths; burstiness of the arrivals and session starts "
-                          "(inter-arrival CV, index of dispersion at 1/10/60 s, peak-to-mean per minute).")
+                          "(inter-arrival CV, index of dispersion at 1/10/60 s, peak-to-mean per minute); fan-out "
+                          "(children per spawning turn, concurrent requests per session) where the trace has joined "
+                          "children; compactions (prompts that shrink below half their parent's context).")
     parser.add_argument("trace", help="a catalog name (e.g. mooncake-conversation) or a trace file")
     parser.add_argument("--format", choices=FORMATS, help="trace format (detected from the content by default)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -65,6 +67,8 @@ def run_characterize(args: argparse.Namespace) -> int:
 
     from .arrivals import workload_burstiness
     from .characterize import characterize
+    from .context import workload_compactions
+    from .fanout import workload_fanout
 
     replay = {"shared_prefix": True} if args.shared_prefix else {}
     if args.subagents:
@@ -74,7 +78,8 @@ def run_characterize(args: argparse.Namespace) -> int:
         return code
     try:
         stats = characterize(workload, lru_blocks=args.lru_blocks)
-        stats = pd.concat([stats, pd.Series(workload_burstiness(workload), dtype=float)]).rename(stats.name)
+        more = {**workload_burstiness(workload), **workload_fanout(workload), **workload_compactions(workload)}
+        stats = pd.concat([stats, pd.Series(more, dtype=float)]).rename(stats.name)
     except ValueError as exc:
         print(f"smetric characterize: {exc}", file=sys.stderr)
         return 2
