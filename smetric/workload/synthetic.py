@@ -6,7 +6,13 @@ Zipf-popular across sessions) followed by the user's task; every later turn appe
 reply plus a tool result or user message, so each prompt extends its parent's prompt + reply
 (append-only, as in SMetric Fig. 3). When a prompt would exceed ``max_context`` the agent
 *compacts*: the history is replaced by a ``compact_tokens`` summary after the system prompt (a
-fresh prefix: only the system prompt is reused by that turn).
+fresh prefix: only the system prompt is reused by that turn). :data:`smetric.workload.context.CONTEXT_VARIANTS`
+names settings of the two (``capped-14k``, ``claude-measured``: measured on the Claude Code trace).
+
+Fan-out (``fanout``, :class:`smetric.workload.fanout.FanOut`; ``None`` by default, which draws exactly as
+without it): a turn may spawn children (sub-agents) that run concurrently in the same session and that the
+next turn joins (:attr:`Workload.join_to`); they draw from a random stream of their own, and the next turn's
+arrival waits for them. ``fitted_fanout("claude-code")`` is the measured one.
 
 Block ids are chained prefix ids computed from that structure: a full block inside the system
 prompt is shared by every session using the prompt; a later full block is shared by every request
@@ -176,9 +182,10 @@ AGENT_TARGETS: dict[str, tuple[float, float, str]] = {
 #: it is kept; the public file supplies what the paper does not publish (lengths), which set the
 #: per-instance capacity. Consequences, not targets: with ~800-token replies a follow-up adds ~860 new
 #: tokens, so > 80 % reuse needs ~9 follow-ups in 10 requests (follow-up share ~0.91, not 0.386),
-#: tool-paced gaps (turn interval p50 ~21 s, not 118 s), and compaction at 14,000 tokens (about the
-#: public p99 14,406; the public max 25,777 as a threshold piles long sessions near it and lifts the
-#: input mean to ~10k). 16-token blocks (Bailian's).
+#: tool-paced gaps (turn interval p50 ~21 s, not 118 s), and compaction at 14,000 tokens (an assumption:
+#: about the public p99 14,406, not a measured compaction, which ``CONTEXT_VARIANTS["claude-measured"]`` is;
+#: the public max 25,777 as a threshold piles long sessions near it and lifts the input mean to ~10k).
+#: 16-token blocks (Bailian's).
 #:
 #: ===========================  ==================  ========================  ==================
 #: statistic                    target              source                    measured (seed 0)
