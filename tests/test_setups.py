@@ -69,6 +69,15 @@ def test_a_real_trace_is_a_workload_and_unknown_names_are_refused():
         agent_workload(8, 10.0, 0, preset="nope")
 
 
+def test_the_claude_code_trace_takes_the_subagents_option():
+    """Sub-agents attached (the default: fan-out children in their conversation's session) or separate sessions."""
+    attached = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code")
+    separate = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", subagents="separate")
+    assert (separate.join_to == -1).all() and len(separate) > 0 and len(attached) > 0  # thinned by session: not paired
+    with pytest.raises(ValueError, match="only the subagents option"):
+        agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", block_size=16)
+
+
 def test_a_timestamped_trace_file_replays_at_the_offered_rate(tmp_path):
     from smetric.experiments.setups import trace_workload
     from smetric.workload.synthetic import synth_agent_workload
