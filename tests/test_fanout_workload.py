@@ -155,6 +155,13 @@ def test_measured_spawn_rate_and_same_seed_same_numbers():
     assert np.array_equal(w.arrival, again.arrival) and np.array_equal(w.join_to, again.join_to)
 
 
+def test_a_window_of_fanned_sessions_keeps_its_joins_inside_it(fanned):
+    _, config, _ = fanned
+    w = synth_workload(config, None, 3, duration=600.0, warmup=3600.0)
+    assert w.arrival.min() >= 0 and w.arrival.max() < 600 and (w.join_to >= 0).sum() > 10
+    assert workload_fanout(w)["fanout_children_max"] <= 3
+
+
 def test_parallel_tool_calls_continue_the_parent_transcript():
     """``prefix_share=1`` (parallel tool calls, an assumption): a child's prompt starts with its parent's."""
     fan = replace(fitted_fanout(), spawn_prob=0.5, prefix_share=1.0, child_turns_median=1.0, child_turns_sigma=0.0)

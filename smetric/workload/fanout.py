@@ -70,11 +70,14 @@ def workload_fanout(workload: Workload) -> dict[str, float]:
     on = joins >= 0
     heads = np.flatnonzero(on & (first == np.arange(len(workload))))
     targets, per_target = np.unique(joins[heads], return_counts=True)
+    span_end = np.full(len(workload), -np.inf)
+    np.maximum.at(span_end, first[on], workload.arrival[on])
+    by_target = heads[np.argsort(joins[heads], kind="stable")]
     concurrent = 0
-    for target in targets:
-        branch_heads = heads[joins[heads] == target]
-        spans = [(workload.arrival[h], workload.arrival[on & (first == h)].max()) for h in branch_heads]
-        concurrent = max(concurrent, max(sum(a <= end and b >= start for a, b in spans) for start, end in spans))
+    for group in np.split(by_target, np.cumsum(per_target)[:-1]):
+        start, stop = workload.arrival[group], span_end[group]
+        concurrent = max(concurrent, int(max(np.sum((start <= stop[g]) & (stop >= start[g]))
+                                             for g in range(len(group)))))
     return {
         "fanout_spawning_turns": float(len(targets)),
         "fanout_children_mean": float(per_target.mean()),
