@@ -571,8 +571,8 @@ def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORK
     of ``setups.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
     ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
 
-    Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
-    prefix shared with its parent conversation) counts only when both are drawn.
+    Drawing whole sessions keeps every follow-up with its history (a ``claude-code`` conversation with its
+    sub-agents, which the loader keeps in its session); reuse across sessions counts only when both are drawn.
     """
     if not (isinstance(n_sessions, int) and n_sessions > 0):
         raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")
