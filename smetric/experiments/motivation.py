@@ -50,6 +50,7 @@ from .setups import (
     TRACE_WORKLOADS,
     WORKLOADS,
     agent_workload,
+    load_figure_trace,
     offered_point,
     paper_cluster,
     trace_workload,
@@ -571,8 +572,9 @@ def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORK
     of ``setups.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
     ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
 
-    Drawing whole sessions keeps every follow-up with its history (a ``claude-code`` conversation with its
-    sub-agents, which the loader keeps in its session); reuse across sessions counts only when both are drawn.
+    Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
+    prefix shared with its parent conversation, separate sessions in the figures: ``setups.FIGURE_SUBAGENTS``)
+    counts only when both are drawn.
     """
     if not (isinstance(n_sessions, int) and n_sessions > 0):
         raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")
@@ -581,7 +583,7 @@ def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORK
     if trace is None and workload not in TRACE_WORKLOADS:
         raise ValueError(f"workload must be a synthetic preset ({', '.join(PRESETS)}) or a trace workload "
                          f"({', '.join(TRACE_WORKLOADS)}), got {workload!r}")
-    full = load_trace(trace if trace is not None else workload)
+    full = load_trace(trace) if trace is not None else load_figure_trace(workload)
     sessions = np.unique(full.session)
     if len(sessions) <= n_sessions:
         return full

@@ -41,7 +41,6 @@ import numpy as np
 
 from ..cluster.config import ClusterConfig, GlobalStore
 from ..workload.core import Workload
-from ..workload.kvcache_tester import DEFAULT_SUBAGENTS
 
 __all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
            "paper_cluster", "agent_workload", "trace_workload", "trace_conversations", "trace_file", "run_point",
@@ -112,7 +111,7 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
     rate = rpm_per_instance * n_instances
     if preset in TRACE_WORKLOADS:
         options = dict(overrides)
-        subagents = options.pop("subagents", DEFAULT_SUBAGENTS)
+        subagents = options.pop("subagents", FIGURE_SUBAGENTS)
         if options:
             raise ValueError(f"the {preset} trace takes only the subagents option, got {options}")
         return trace_conversations(preset, subagents).workload(
@@ -124,10 +123,29 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
                                 requests_per_minute=rate, **dict(overrides))
 
 
+#: How the figures map a real trace's sub-agents (``smetric.workload.kvcache_tester``): ``"separate"`` (each a
+#: session of its own, the figures' numbers so far) until the engine releases a joined turn after its children
+#: (``Workload.join_to``: attached, the joined call's gap counts from the last sub-agent's end, so a replay
+#: without the join would release it early) and the figures are re-run with ``"attached"``, the loader's default.
+FIGURE_SUBAGENTS = "separate"
+
+
+def load_figure_trace(name: str, **options) -> Workload:
+    """``load_trace(name, **options)`` with the figures' sub-agent mapping (:data:`FIGURE_SUBAGENTS`) for a
+    kv-cache-tester trace."""
+    from ..workload.catalog import TRACES
+    from ..workload.loaders import load_trace
+
+    if name in TRACES and TRACES[name].format == "kvcache-tester":
+        options.setdefault("subagents", FIGURE_SUBAGENTS)
+    return load_trace(name, **options)
+
+
 @lru_cache(maxsize=2)
-def trace_conversations(name: str, subagents: str = DEFAULT_SUBAGENTS):
+def trace_conversations(name: str, subagents: str = FIGURE_SUBAGENTS):
     """The parsed conversations of a trace workload of :data:`TRACE_WORKLOADS` (read once per process per
-    ``subagents`` mapping: ``"attached"``, the default, or ``"separate"``; see :mod:`..workload.kvcache_tester`)."""
+    ``subagents`` mapping: ``"separate"``, the figures' :data:`FIGURE_SUBAGENTS`, or ``"attached"``; see
+    :mod:`..workload.kvcache_tester`)."""
     from ..workload.catalog import trace_path
     from ..workload.kvcache_tester import read_conversations
 

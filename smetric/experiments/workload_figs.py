@@ -19,6 +19,7 @@ from ..workload import Workload, load_trace
 from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band
+from .setups import load_figure_trace
 
 __all__ = ["workload_characterization", "plot_workload_characterization", "workload_claims", "workload_claim_rows",
            "preset_label", "AGENT_LABEL", "CHAT_LABEL", "AGENT_TRACE_LABEL", "SHARED_PREFIX_LABEL"]
@@ -79,9 +80,9 @@ def workload_characterization(n_sessions: dict | None = None, seed: int = 0,
     workloads = [(preset_label(name), synth_agent_workload(int(n), seed=seed, preset=name))
                  for name, n in n_sessions.items()]
     if agent_trace is not None:
-        workloads.append((AGENT_TRACE_LABEL, load_trace(agent_trace)))
+        workloads.append((AGENT_TRACE_LABEL, load_figure_trace(agent_trace)))
         if shared_prefix:
-            workloads.append((SHARED_PREFIX_LABEL, load_trace(agent_trace, shared_prefix=True)))
+            workloads.append((SHARED_PREFIX_LABEL, load_figure_trace(agent_trace, shared_prefix=True)))
     workloads += [(_TRACE_LABELS.get(name, name), load_trace(name)) for name in traces]
     frame = pd.concat([part for label, w in workloads for part in _panels(label, w)], ignore_index=True)
     return frame[["trace", "panel", "category", "x", "y"]]
