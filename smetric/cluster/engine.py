@@ -10,9 +10,11 @@ tokens. HBM holds ``C`` blocks per instance; a request needs ``ceil((L + n_out) 
 colocated (``ceil(L / B)`` on a prefill instance, ``ceil((L + n_out) / B)`` on a decode instance).
 A request that can never fit is rejected at arrival (``exceeds_kv_capacity``) without routing.
 
-Replay. ``open``: request ``r`` arrives at its (load-scaled) trace time. ``closed``: first turns
-arrive at their trace time; when a request ends (finishes, or is rejected) at ``t``, each of its
-children arrives at ``max(trace time, t + gap)``.
+Replay. ``open``: request ``r`` arrives at its (load-scaled) trace time (joins are ignored). ``closed``:
+request ``m`` waits on its parent and on every row ``c`` with ``join_to[c] == m`` (fan-out children that
+the turn joins); a request waiting on nothing arrives at its trace time; once every row it waits on has
+ended (finished, or been rejected), the latest at ``t``, it arrives at ``max(trace time, t + gap)``.
+Without joins: first turns arrive at their trace time, a child ``gap`` after its parent's end.
 
 Event order. The clock jumps to the earliest event. Instance events (an iteration ends, or an
 idle instance wakes because a KV load finished) come first, then a connector transfer's completion
@@ -284,7 +286,7 @@ N_GF = GF_QUEUE + N_Q  # the queue discipline's parameter vector lives at st.gf[
 # shift/mask pairs.
 EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
-    "block_offsets", "block_ids", "child_offsets", "children", "coef", "params", "rand",
+    "block_offsets", "block_ids", "coef", "params", "rand",
     "n", "n_instances", "n_routable", "disaggregated", "closed", "overlap", "max_num_seqs", "max_batched_tokens",
     "block_size", "hbm_blocks", "dram_slots", "global_slots",
     "kv_bytes_per_token", "dram_bw", "global_bw", "global_latency", "pd_bw", "l_eq", "pid",
@@ -293,14 +295,14 @@ EngineData = namedtuple("EngineData", [
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
-    "decode_true"])
+    "decode_true", "waiter_offsets", "waiters"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
-    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g"])
+    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t"])
 
 
 # ====================================================================== small helpers
@@ -874,11 +876,15 @@ def _sample_until(d, st, i, t):
 
 @njit(cache=True, _nrt=False)
 def _release_children(d, st, r, t):
+    """``r`` ended at ``t`` (closed replay): each row waiting on it counts the end; the last releases it."""
     if not d.closed:
         return
-    for k in range(d.child_offsets[r], d.child_offsets[r + 1]):
-        c = d.children[k]
-        _ah_push(st, max(d.arrival[c], t + d.gap[c]), c)
+    for k in range(d.waiter_offsets[r], d.waiter_offsets[r + 1]):
+        c = d.waiters[k]
+        st.deps_t[c] = max(st.deps_t[c], t)
+        st.deps_left[c] -= 1
+        if st.deps_left[c] == 0:
+            _ah_push(st, max(d.arrival[c], st.deps_t[c] + d.gap[c]), c)
 
 
 @njit(cache=True, _nrt=False)
@@ -1679,7 +1685,7 @@ def _make_data(inp: EngineInput) -> EngineData:
     return EngineData(
         arrival=inp.arrival, input_len=inp.input_len, n_out=inp.n_out, gap=inp.gap, turn=inp.turn,
         session=inp.session, history=inp.history, priority=inp.priority, block_offsets=inp.block_offsets,
-        block_ids=inp.block_ids, child_offsets=inp.child_offsets, children=inp.children, coef=inp.coef,
+        block_ids=inp.block_ids, coef=inp.coef,
         params=inp.params, rand=inp.rand, n=int(inp.n),
         n_instances=int(inp.n_instances),
         n_routable=int(inp.n_routable), disaggregated=bool(inp.disaggregated), closed=bool(inp.closed),
@@ -1700,7 +1706,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         kv_delay=float(inp.kv_event_delay_s),
         replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
         seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
-        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est)
+        router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est,
+        waiter_offsets=inp.waiter_offsets, waiters=inp.waiters)
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1737,7 +1744,7 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     gi[G_HEAD] = gi[G_TAIL] = -1
     gi[G_PHEAD] = gi[G_PTAIL] = gi[G_PNEXT] = -1
     n_tr = 3 * n if inp.conn else 1  # transfer ids: loads 0..n-1, prompt writes n.., reply writes 2n..
-    roots = np.arange(n) if not inp.closed else np.flatnonzero(inp.parent < 0)
+    roots = np.arange(n) if not inp.closed else np.flatnonzero(inp.n_deps == 0)
     ah_t = np.zeros(n)
     ah_r = np.zeros(n, dtype=np.int64)
     ah_t[:len(roots)] = inp.arrival[roots]  # sorted by (time, row): already a valid heap
@@ -1774,7 +1781,8 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         snap=snap, rinf=np.zeros((inp.n_replicas, inp.n_routable), dtype=np.int64),
         seen=np.zeros(d.seen_glob + u if delay else 1),
         **dict(zip(("est_sess", "est_ring", "est_g"), estimator_state(
-            int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))))
+            int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))),
+        deps_left=inp.n_deps.copy(), deps_t=np.full(n, -np.inf))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

@@ -1,8 +1,8 @@
 """The plain-array input both engines run on: a workload, a cluster and a policy turned into numbers.
 
 :func:`prepare` does every Python-side step once (load scaling, coarsening to the engine block,
-dense block ids, session indices, children lists for closed replay, capacities in blocks,
-bandwidths in bytes/s, the policy's parameter/state vectors and the pre-drawn random numbers),
+dense block ids, session indices, children lists (reply chains) and waiter lists (closed replay),
+capacities in blocks, bandwidths in bytes/s, the policy's parameter/state vectors and the pre-drawn random numbers),
 so that the numba engine and the pure-Python reference see byte-identical inputs.
 """
 
@@ -42,7 +42,7 @@ class EngineInput:
     priority: np.ndarray       # float64
     block_offsets: np.ndarray  # int64 CSR
     block_ids: np.ndarray      # int64 dense ids 0..n_unique-1
-    child_offsets: np.ndarray  # int64 CSR of each row's children (closed replay)
+    child_offsets: np.ndarray  # int64 CSR of each row's children (reply chains)
     children: np.ndarray       # int64
     n_unique: int              # dense ids: the prompts' blocks, then the replies' fresh ids
     # reply KV (cache_replies / global_store_replies) and partial-block hits (hit_granularity)
@@ -103,6 +103,11 @@ class EngineInput:
     kv_event_delay_s: float = 0.0  # delay before a block entering a tier is visible to the router (s)
     n_replicas: int = 1            # router replicas, each with its own counters and policy state
     replica: np.ndarray | None = None  # int64 [n]: the replica that routes each request (None = all 0)
+    # closed replay (prepare sets them; see _waiters_csr): the rows that wait on each row, and how many
+    # rows each row waits on (its parent, plus every row that joins it)
+    waiter_offsets: np.ndarray | None = None  # int64 CSR
+    waiters: np.ndarray | None = None         # int64
+    n_deps: np.ndarray | None = None          # int64 [n]
 
     @property
     def n(self) -> int:
@@ -120,6 +125,22 @@ def _children_csr(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return offsets, kids
+
+
+def _waiters_csr(parent: np.ndarray, join_to: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Closed replay's dependencies: for each row, the rows released (in part) by its end -- its children
+    (rows whose ``parent`` it is, in row order), then the row it joins (``join_to``) -- as a CSR, and each
+    row's number of dependencies (1 for a parent, plus 1 per row that joins it). Without joins the CSR is
+    the children CSR and a row depends on its parent only."""
+    n = len(parent)
+    kids = np.flatnonzero(parent >= 0)
+    joins = np.flatnonzero(join_to >= 0)
+    src = np.concatenate([parent[kids], joins]).astype(np.int64)
+    dst = np.concatenate([kids, join_to[joins]]).astype(np.int64)
+    order = np.argsort(src, kind="stable")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=offsets[1:])
+    return offsets, dst[order], np.bincount(dst, minlength=n).astype(np.int64)
 
 
 @njit(cache=True)
@@ -206,6 +227,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     dense = dense.astype(np.int64).ravel()
     _, session = np.unique(wl.session, return_inverse=True)
     child_off, children = _children_csr(wl.parent)
+    waiter_off, waiters, n_deps = _waiters_csr(np.asarray(wl.parent), np.asarray(wl.join_to))
     n_out = np.maximum(wl.output_len, 1).astype(np.int64)
     first_child = np.full(len(wl), -1, dtype=np.int64)
     has_child = child_off[1:] > child_off[:-1]
@@ -267,6 +289,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         refresh_s=float(cluster.router.refresh_s), kv_refresh_s=float(cluster.router.kv_refresh_s),
         kv_event_delay_s=float(cluster.router.kv_event_delay_s), n_replicas=int(cluster.router.router_replicas),
         replica=replica_of(cluster.router, session, seed),
+        waiter_offsets=waiter_off, waiters=waiters, n_deps=n_deps,
     )
 
 

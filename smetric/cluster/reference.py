@@ -126,6 +126,8 @@ class _Reference:
         self.now = -INF
         self.heap: list[tuple[float, int]] = []
         n = inp.n
+        self.waiting_on = [int(k) for k in inp.n_deps]  # closed replay: rows each row still waits on
+        self.last_end = [-INF] * n                       # and the latest end among those that ended
         self.out = dict(instance=np.full(n, -1, np.int64), decode_instance=np.full(n, -1, np.int64),
                         arrival=np.full(n, np.nan), admit=np.full(n, np.nan), first_token=np.full(n, np.nan),
                         finish=np.full(n, np.nan), hit_hbm=np.zeros(n, np.int64), hit_dram=np.zeros(n, np.int64),
@@ -590,8 +592,12 @@ class _Reference:
         inp = self.inp
         if not inp.closed:
             return
-        for c in inp.children[inp.child_offsets[row]:inp.child_offsets[row + 1]]:
-            heapq.heappush(self.heap, (max(float(inp.arrival[c]), t + float(inp.gap[c])), int(c)))
+        for c in inp.waiters[inp.waiter_offsets[row]:inp.waiter_offsets[row + 1]]:
+            c = int(c)
+            self.last_end[c] = max(self.last_end[c], t)
+            self.waiting_on[c] -= 1
+            if self.waiting_on[c] == 0:
+                heapq.heappush(self.heap, (max(float(inp.arrival[c]), self.last_end[c] + float(inp.gap[c])), c))
 
     def _hand_over(self, handoffs: list[int], t: float) -> None:
         """Prefill done (disaggregated): each request goes to the decode instance with the fewest in flight."""
@@ -716,7 +722,7 @@ class _Reference:
     # ------------------------------------------------------------------ loop
     def run(self) -> RawRun:
         inp = self.inp
-        rows = range(inp.n) if not inp.closed else np.flatnonzero(inp.parent < 0)
+        rows = range(inp.n) if not inp.closed else np.flatnonzero(inp.n_deps == 0)
         self.heap = [(float(inp.arrival[r]), int(r)) for r in rows]
         heapq.heapify(self.heap)
         while True:
