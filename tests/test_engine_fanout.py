@@ -200,3 +200,20 @@ def test_engine_matches_reference_with_fanout_and_router_info(case, info):
     wl, cluster, policy, load, seed = case
     inp = prepare(wl, dataclasses.replace(cluster, router=info), policy, load=load, seed=seed, n_samples=50)
     assert_same_run(run_engine(inp), run_reference(inp))
+
+
+def test_a_fresh_context_sub_agent_does_not_take_its_parents_reply_ids():
+    """The parent's reply ids come from the next turn that re-sends it, not from a sub-agent listed first."""
+    ctx = np.concatenate([PROMPT, REPLY])
+    wl = _session([
+        (PROMPT, 30, 0, -1, 0.0, -1),
+        (_task(5, 120), 8, 1, 0, 0.01, 2),                       # sub-agent: a fresh context, joins row 2
+        (np.concatenate([ctx, _task(6, 60)]), 10, 1, 0, 0.1, -1),  # the next turn re-sends prompt + reply
+    ])
+    inp = prepare(wl, small_cluster(cache_replies=True), "round-robin")
+    chain = inp.reply_ids[inp.reply_offsets[0]:inp.reply_offsets[1]]
+    nxt = inp.block_ids[inp.block_offsets[2]:inp.block_offsets[3]]
+    full = (200 + 30 - 1) // 16 - 200 // 16              # full reply blocks of row 0
+    assert full >= 1 and np.array_equal(chain[:full], nxt[200 // 16:200 // 16 + full])
+    # and the next turn finds them: with the sub-agent first by row, its prompt shares nothing with row 0
+    assert not np.isin(chain[:full], inp.block_ids[inp.block_offsets[1]:inp.block_offsets[2]]).any()

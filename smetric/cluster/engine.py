@@ -63,9 +63,11 @@ Replies (kept when ``cache_replies``, or ``global_store_replies`` with a store).
 finish covers ``X = L + n_out - 1`` tokens (the last token has none yet). Its reply chain is the full
 engine blocks at positions ``L // B .. X // B - 1`` and, with
 ``hit_granularity``, the partial tail at ``X // B`` when it holds >= ``g`` tokens. The full blocks take
-the ids of the request's first child's prompt at those positions when that child extends the parent's
-prompt (equal chained ids over the parent's full trace blocks) and is >= ``L + n_out`` tokens long
-(append-only sessions: the follow-up re-sends the reply verbatim); otherwise, and for the tail, fresh
+the ids of the prompt at those positions of the request's first child (row order) that extends its
+prompt (equal chained ids over its full trace blocks; a fan-out child starting a fresh context, such as a
+Claude Code sub-agent, is passed over), when that child is >= ``L + n_out`` tokens long (append-only
+sessions: the follow-up re-sends the reply verbatim); the partial tail belongs to that child too.
+Otherwise, and for the tail, fresh
 ids no prompt uses (they occupy HBM like vLLM's cached reply blocks, but nothing hits them). With
 ``cache_replies=False`` a reply's KV is private and freed at finish.
 

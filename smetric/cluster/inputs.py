@@ -144,7 +144,21 @@ def _waiters_csr(parent: np.ndarray, join_to: np.ndarray) -> tuple[np.ndarray, n
 
 
 @njit(cache=True)
-def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fine_ids, B, f, g, replies, fresh):
+def _extending_child(r, input_len, child_off, children, fine_offsets, fine_ids, f):
+    """The first child of ``r`` (row order) whose prompt extends ``r``'s prompt, or -1: a fan-out child that
+    starts a fresh context (a Claude Code sub-agent) does not define ``r``'s reply ids; the next turn does."""
+    L = input_len[r]
+    nf = L // f
+    for k in range(child_off[r], child_off[r + 1]):
+        c = children[k]
+        if input_len[c] > L and (nf == 0 or fine_ids[fine_offsets[r] + nf - 1] == fine_ids[fine_offsets[c] + nf - 1]):
+            return c
+    return -1
+
+
+@njit(cache=True)
+def _reply_chains(input_len, n_out, child_off, children, offsets, ids, fine_offsets, fine_ids, B, f, g, replies,
+                  fresh):
     """Reply chains and partial tails of every row (see :func:`prepare`); ``fresh`` = first unused dense id."""
     n = input_len.shape[0]
     reply_off = np.zeros(n + 1, dtype=np.int64)
@@ -165,11 +179,8 @@ def _reply_chains(input_len, n_out, first_child, offsets, ids, fine_offsets, fin
     for r in range(n):
         L = input_len[r]
         X = L + n_out[r] - 1
-        c = first_child[r]
-        valid = False
-        if c >= 0 and input_len[c] > L:
-            nf = L // f
-            valid = nf == 0 or fine_ids[fine_offsets[r] + nf - 1] == fine_ids[fine_offsets[c] + nf - 1]
+        c = _extending_child(r, input_len, child_off, children, fine_offsets, fine_ids, f)
+        valid = c >= 0
         k = reply_off[r]
         if replies:
             contains = valid and input_len[c] >= L + n_out[r]
@@ -229,11 +240,8 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     child_off, children = _children_csr(wl.parent)
     waiter_off, waiters, n_deps = _waiters_csr(np.asarray(wl.parent), np.asarray(wl.join_to))
     n_out = np.maximum(wl.output_len, 1).astype(np.int64)
-    first_child = np.full(len(wl), -1, dtype=np.int64)
-    has_child = child_off[1:] > child_off[:-1]
-    first_child[has_child] = children[child_off[:-1][has_child]]
     reply_off, reply_ids, reply_tok, tail_pos, tail_id, tail_tok, n_unique = _reply_chains(
-        np.asarray(wl.input_len), n_out, first_child, np.asarray(wl.block_offsets), dense,
+        np.asarray(wl.input_len), n_out, child_off, children, np.asarray(wl.block_offsets), dense,
         np.asarray(fine.block_offsets), np.asarray(fine.block_ids), bs, fine.block_size,
         int(cluster.hit_granularity or 0),
         cluster.cache_replies or (cluster.global_store_replies and cluster.global_store is not None), len(uniq))
