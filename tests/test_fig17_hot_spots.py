@@ -105,7 +105,7 @@ def test_findings_quote_the_table():
     table = fig17.judge(_runs(ours, 5.0, 5.0), (100, 101)).assign(rpm_per_instance=40.0)
     text = fig17.findings(table)
     assert text.startswith("w at 40 rpm/instance: default +9.4 % vs a")
-    assert "refresh: 1 s +9.4 % vs a" in text and "imbalance 1.00x/1.10x" in text
+    assert "refresh: 1 s +9.4 % vs a [reproduced; runs as at the default; imbalance 1.00x/1.10x]" in text
 
 
 def test_params_validate():
@@ -141,3 +141,10 @@ def test_the_trace_takes_a_bursty_start_process_and_keeps_its_poisson_draws():
     assert burstiness(starts(bursty))["iod_60s"] > 2 * burstiness(starts(new))["iod_60s"]
     with pytest.raises(ValueError, match="needs a duration"):
         conv.workload(session_rate=rate, arrival=fitted_arrival("azure-code", "gamma"))
+
+
+def test_a_level_that_changes_neither_run_has_no_growth_point():
+    ours = lambda level, s: 0.05 + 0.01 * s  # noqa: E731 -- the same gain at both levels: identical runs
+    table = fig17.judge(_runs(ours, 5.0, 5.0), (100, 101))
+    assert table[table["statistic"] == "growth"].empty
+    assert len(table[table["statistic"] == "gain"]) == 2 * len(hs.COMPARATORS)

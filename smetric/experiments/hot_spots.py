@@ -168,7 +168,9 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
 
     ``statistic="gain"``: SMETRIC's gain (mean, paired t-interval over seeds), judged against ``gain_paper``;
     ``statistic="growth"`` (non-default levels): the per-seed change of that gain from the default level,
-    judged against ``growth_paper``. Each (statistic, comparator) family is one claim: Holm over its points.
+    judged against ``growth_paper``; a level that leaves both runs as at the default (every per-seed change exactly
+    0, e.g. "as deployed" where SMETRIC's and the comparator's presets are exact) has no growth point, its change
+    being 0 by construction. Each (statistic, comparator) family is one claim: Holm over its points.
     Diagnostics and goodputs are seed means."""
     diag = [c for c in per_seed.columns if c.startswith(("smetric_", "baseline_"))]
     keys = ["workload", "axis", "level", "comparator"]
@@ -183,6 +185,8 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
                 sub = sub.assign(gain=sub["gain"].to_numpy() - base)
             rows = []
             for key, g in sub.groupby(keys, sort=False):
+                if statistic == "growth" and (g["gain"] == 0.0).all():
+                    continue  # SMETRIC and the comparator ran exactly as at the default: no change to test
                 iv = gain_interval(g["gain"])
                 rows.append({**dict(zip(keys, key)), "statistic": statistic, "baseline": "/".join(dict.fromkeys(
                     g["baseline"])), "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,

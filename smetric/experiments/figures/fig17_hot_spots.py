@@ -240,9 +240,11 @@ def findings(df: pd.DataFrame) -> str:
             for (ww, a, level), r in gain.iterrows():
                 if ww != w or a != axis:
                     continue
-                g = growth.loc[(w, axis, level)]
-                parts.append(f"{level} {_pct(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; change "
-                             f"{_pct(g['gain_mean'])} pts: {g['verdict']}; imbalance "
+                change = "runs as at the default" if (w, axis, level) not in growth.index else \
+                    f"change {_pct(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
+                    f"{growth.loc[(w, axis, level), 'verdict']}"
+                parts.append(f"{level} {_pct(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
+                             f"imbalance "
                              f"{r['baseline_imbalance_waiting_time_avg']:.2f}x/{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
             lines.append(f"  {axis}: " + "; ".join(parts))
     return "\n".join(lines)
