@@ -62,7 +62,8 @@ def _variants():
 def test_variants():
     v = Variant()
     assert v.axes() == {"workload": "bailian-coder", "kv_connector": "lmcache-mooncake", "gpu": "h20",
-                        "attention": "fa3", "store": "provisioned", "replay": "closed"}
+                        "attention": "fa3", "store": "provisioned", "replay": "closed", "router": "exact",
+                        "arrival": "poisson"}
     grid = _variants()
     assert [x.name for x in grid] == ["gpu=h20, store=provisioned", "gpu=h20, store=50:1",
                                       "gpu=h200, store=provisioned", "gpu=h200, store=50:1"]
@@ -277,3 +278,25 @@ def test_peak_compute_applies_every_axis():
     assert base > 0
     changed = sorted(axis for axis, value in moved.items() if value != base)
     assert changed == sorted(moved), f"axes without effect: {sorted(set(moved) - set(changed))}"
+
+
+def test_peak_compute_applies_the_router_and_arrival_axes():
+    """``router=as-deployed`` moves a policy with a sourced refresh (llm-d, 50 ms) and leaves one whose preset is
+    exact (least-load reads its own in-flight counter); a fitted MMPP start process changes the workload."""
+    from smetric.experiments.robustness import arrival_process, router_info
+
+    fn = partial(peak_compute, rpm_grid=lambda v: (40.0,), policies=("least-load", "llm-d"), n_instances=4,
+                 minutes=1.0)
+    base = fn(Variant(), (0,)).set_index("policy")["goodput_tps"]
+    deployed = fn(Variant(name="r", router="as-deployed"), (0,)).set_index("policy")["goodput_tps"]
+    bursty = fn(Variant(name="a", arrival="azure-code:mmpp"), (0,)).set_index("policy")["goodput_tps"]
+    assert deployed["least-load"] == base["least-load"] and deployed["llm-d"] != base["llm-d"]
+    assert (bursty != base).all()
+    assert router_info("exact", "llm-d").exact and router_info("as-deployed", "llm-d").refresh_s == 0.05
+    assert arrival_process("azure-code:gamma").kind == "gamma" and arrival_process("poisson").kind == "poisson"
+    with pytest.raises(ValueError, match="router must be one of"):
+        router_info("stale", "llm-d")
+    with pytest.raises(ValueError, match="TRACE:KIND"):
+        arrival_process("mmpp")
+    with pytest.raises(ValueError, match="needs a generated workload"):
+        fn(Variant(name="t", workload="qwen-coder", arrival="azure-code:mmpp"), (0,))

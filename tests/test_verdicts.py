@@ -383,6 +383,22 @@ def test_every_comparative_paper_claim_parses():
             "C13_peak_30b", "C13_peak_235b", "C14_pd_prefill", "C15_ablation_cost", "C15_ablation_guard",
             "C16_latency", "C17_robustness"} <= comparative
     assert kinds["C9_load_only_provisioned"] == "lower bound"
+    assert kinds["C18_hot_spot_growth"] == "lower bound" and parse_paper_value(
+        claims.loc["C18_hot_spots", "paper_value"], claims.loc["C18_hot_spots", "unit"]).every
+
+
+def test_a_gain_at_every_point_is_judged_at_each_and_only_when_the_unit_says_so():
+    every = parse_paper_value("+0.09", "relative goodput TPS, at every point")
+    assert every.every and not parse_paper_value("+0.09", "relative peak goodput TPS").every
+    ivs = [Interval(0.09, 0.07, 0.11, 8), Interval(0.01, -0.01, 0.03, 8), Interval(-0.05, -0.07, -0.03, 8)]
+    table = point_table(every, *zip(*[(i.mean, i.low, i.high, i.n) for i in ivs]))
+    assert table["paper_low"].tolist() == [0.09] * 3 and table["rule"].tolist() == ["gain"] * 3
+    assert table["verdict"].tolist() == ["reproduced", "smaller than claimed", "contradicted"]
+    assert claim_columns(ivs, every)["verdict"] == "contradicted"  # the weakest point
+    with pytest.raises(ValueError, match="3 measured point"):
+        claim_columns(ivs, parse_paper_value("+0.09", "relative peak goodput TPS"))  # one point, not broadcast
+    with pytest.raises(ValueError, match="one-number gain"):
+        parse_paper_value("+0.04/+0.13", "relative goodput TPS at every point")
 
 
 # ------------------------------------------------------------------------------------------ claims tables

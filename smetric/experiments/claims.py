@@ -11,7 +11,7 @@ judged on each figure's main workload; the same rules applied to the real agent 
 row (``<figure name>_second_row_claims.csv``, :mod:`smetric.experiments.workload_rows`) are joined by
 :func:`collect_row_claims` into ``figures/claims_second_row.csv`` (tidy alike).
 
-A **comparative** claim (:data:`COMPARATIVE`: SMETRIC against baselines, C8, C9, C12-C17) is recorded with
+A **comparative** claim (:data:`COMPARATIVE`: SMETRIC against baselines, C8, C9, C12-C18) is recorded with
 its paired multi-seed interval per point (``gain_mean, ci_low, ci_high, n_seeds``, ``point``,
 ``comparator``, from :func:`smetric.experiments.verdicts.claim_columns`), and its verdict must be the one the
 stated rules give (:func:`smetric.experiments.verdicts.row_verdict`): :func:`record_claims` refuses a
@@ -48,7 +48,7 @@ __all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "TIDY_COLUMNS", "READM
 #: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
 VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
 #: Claim-id prefixes of the comparative claims: recorded with an interval, verdict computed by the rules.
-COMPARATIVE = ("C8_", "C9_", "C12_", "C13_", "C14_", "C15_", "C16_", "C17_")
+COMPARATIVE = ("C8_", "C9_", "C12_", "C13_", "C14_", "C15_", "C16_", "C17_", "C18_")
 #: The interval columns of a comparative claim's row.
 INTERVAL_COLUMNS = ("gain_mean", "ci_low", "ci_high", "n_seeds")
 _COLUMNS = ["claim_id", "reproduced", "verdict", "reason", "point", "comparator", *INTERVAL_COLUMNS]

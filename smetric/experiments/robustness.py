@@ -2,10 +2,11 @@
 
 A verdict is only as good as the model under it. A :class:`Variant` names one choice on each axis
 of :data:`AXES` (workload preset, KV-connector preset, GPU, Hopper attention calibration, global
-store, replay); a :class:`ClaimSpec` says how a claim is measured: a compute function
-``compute(variant, seeds) -> per-seed results`` (one row per policy, seed and load) and how those
-become gains (the per-seed peak over loads, or per paper point). :func:`robustness_map` runs every
-(claim, variant, seed) through :func:`~smetric.experiments.sweep.sweep`, pairs the seeds
+store, replay, router information, session-start process); a :class:`ClaimSpec` says how a claim is
+measured: a compute function ``compute(variant, seeds) -> per-seed results`` (one row per policy,
+seed and load) and how those become gains (the per-seed peak over loads, or per paper point).
+:func:`robustness_map` runs every (claim, variant, seed) through
+:func:`~smetric.experiments.sweep.sweep`, pairs the seeds
 (:func:`~smetric.experiments.verdicts.paired_gains`), and judges each cell with the rules of
 :mod:`~smetric.experiments.verdicts`; :func:`plot_robustness` draws the map (colour = verdict, text =
 gain and interval).
@@ -46,8 +47,11 @@ from .verdicts import (
 __all__ = [
     "AXES",
     "MAP_COLUMNS",
+    "ROUTERS",
     "VERDICT_COLOURS",
     "ClaimSpec",
+    "arrival_process",
+    "router_info",
     "adjust_map",
     "short_names",
     "SetupChoice",
@@ -62,11 +66,14 @@ __all__ = [
 ]
 
 #: The model choices a verdict may depend on (columns of the map).
-AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay")
-#: Columns of the robustness CSV (issue 13), in order, then ``replay``; :func:`robustness_map` adds ``point``,
-#: ``variant`` and ``best_baseline`` after ``claim_id``.
+AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay", "router", "arrival")
+#: Columns of the robustness CSV (issue 13), in order, then ``replay``, ``router`` and ``arrival`` (issue 21);
+#: :func:`robustness_map` adds ``point``, ``variant`` and ``best_baseline`` after ``claim_id``.
 MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
-               "n_seeds", "verdict", "replay")
+               "n_seeds", "verdict", "replay", "router", "arrival")
+#: Router information models of a variant: every policy exact, or each with its sourced preset
+#: (``data/routers/as_deployed.json``, :meth:`~smetric.cluster.router_info.RouterInfo.as_deployed`).
+ROUTERS = ("exact", "as-deployed")
 #: Cell colours of the map (colour-blind safe: blue = holds, grey = inconclusive, orange/red = refuted).
 VERDICT_COLOURS = {"reproduced": "#2166ac", "direction only": "#92c5de", "inconclusive": "#d9d9d9",
                    "smaller than claimed": "#f4a582", "contradicted": "#d6604d", UNDETERMINED: "#ffffff"}
@@ -76,7 +83,9 @@ assert set(VERDICT_COLOURS) == {*VERDICT_ORDER, UNDETERMINED}
 @dataclass(frozen=True)
 class Variant:
     """One model choice per axis; ``name`` labels it in tables and plots. Defaults = the testbed's model
-    (:data:`~smetric.experiments.setups.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention)."""
+    (:data:`~smetric.experiments.setups.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention, exact
+    router information, Poisson session starts). ``router`` is one of :data:`ROUTERS`; ``arrival`` is
+    ``poisson`` or ``TRACE:KIND``, a process fitted to a public trace (:func:`arrival_process`)."""
 
     name: str = "default"
     workload: str = "bailian-coder"
@@ -85,6 +94,8 @@ class Variant:
     attention: str = "fa3"
     store: str = "provisioned"
     replay: str = "closed"
+    router: str = "exact"
+    arrival: str = "poisson"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -95,6 +106,30 @@ class Variant:
     def axes(self) -> dict[str, str]:
         """The axis values (without the name)."""
         return {axis: getattr(self, axis) for axis in AXES}
+
+
+def arrival_process(name: str):
+    """The session-start process a variant's ``arrival`` names: ``poisson``, or ``TRACE:KIND`` (the ``KIND``
+    process fitted to ``TRACE`` in ``data/presets/arrivals.json``, e.g. ``azure-code:mmpp``)."""
+    from ..workload.arrivals import POISSON, fitted_arrival
+
+    if name == "poisson":
+        return POISSON
+    trace, sep, kind = name.partition(":")
+    if not sep:
+        raise ValueError(f"Variant.arrival must be 'poisson' or 'TRACE:KIND' (data/presets/arrivals.json), "
+                         f"got {name!r}")
+    return fitted_arrival(trace, kind)
+
+
+def router_info(router: str, policy: str):
+    """The :class:`~smetric.cluster.router_info.RouterInfo` of ``policy`` under a variant's ``router``."""
+    from ..cluster.router_info import RouterInfo
+    from ..policies import registry
+
+    if router not in ROUTERS:
+        raise ValueError(f"Variant.router must be one of {ROUTERS}, got {router!r}")
+    return RouterInfo() if router == "exact" else RouterInfo.as_deployed(registry.get(policy).name)
 
 
 def factorial(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
@@ -378,7 +413,9 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     connector, the GPU,
     the Hopper attention calibration
     (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
-    ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`) and the replay. ``cluster_overrides`` are further
+    ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`), the replay, the router information (each policy's own
+    ``as-deployed`` preset, :func:`router_info`) and the session-start process (:func:`arrival_process`; generated
+    workloads only). ``cluster_overrides`` are further
     ClusterConfig fields (e.g. a PD split). Columns ``seed, policy, rpm_per_instance, <metric>``.
 
     ``rpm_grid`` is a mapping from the variant's name or, failing that, its GPU to the loads, or a function
@@ -406,15 +443,22 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
                "attention_calibration": variant.attention, "replay": variant.replay}
     if variant.workload in WORKLOADS:
         workload, trace = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}, None
+        if variant.arrival != "poisson":
+            workload["arrival"] = arrival_process(variant.arrival)
+    elif variant.arrival != "poisson":
+        raise ValueError(f"{variant.name}: arrival {variant.arrival!r} needs a generated workload (setups.WORKLOADS), "
+                         f"not the timestamped trace {variant.workload!r}")
     else:  # a timestamped trace file or catalog name, replayed at each offered rate (the same for every seed)
         workload, trace = None, variant.workload
+    routed = {p: cluster if variant.router == "exact" else {**cluster, "router": router_info(variant.router, p)}
+              for p in policies}
     rows = []
     for seed in seeds:
         for rpm in grid:
             for policy in policies:
                 summary = offered_point(rpm, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
                                         seed=int(seed), warmup_frac=warmup_frac, global_store=store,
-                                        cluster_overrides=cluster, workload_overrides=workload, trace=trace)
+                                        cluster_overrides=routed[policy], workload_overrides=workload, trace=trace)
                 rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": rpm, metric: summary[metric]})
     return pd.DataFrame(rows)
 

@@ -112,11 +112,11 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
     if preset in TRACE_WORKLOADS:
         options = dict(overrides)
         subagents = options.pop("subagents", FIGURE_SUBAGENTS)
-        if options:
-            raise ValueError(f"the {preset} trace takes only the subagents option, got {options}")
+        if set(options) - {"arrival"}:
+            raise ValueError(f"the {preset} trace takes only the subagents and arrival options, got {options}")
         return trace_conversations(preset, subagents).workload(
             requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
-            warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES))
+            warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES), **options)
     from ..workload.synthetic import synth_agent_workload
 
     return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed, preset=preset,
@@ -217,11 +217,13 @@ def trace_workload(trace: str, n_instances: int, minutes: float, rpm_per_instanc
 
 
 def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: float = 1.0, seed: int = 0,
-              params: dict | None = None, warmup_frac: float = 0.0, **param_overrides) -> dict:
+              params: dict | None = None, warmup_frac: float = 0.0, diagnostics: bool = False,
+              **param_overrides) -> dict:
     """One simulation → its summary dict (a module-level function, so sweeps can ship it to workers).
 
     ``params`` and any ``param_*`` keywords (``param_hit_ratio=0.7`` → ``hit_ratio``) are policy
     parameters. ``warmup_frac`` of the (load-scaled) scheduled arrival span is simulated but not measured.
+    ``diagnostics`` adds the measured window's mechanism diagnostics (``SimResult.diagnostics``).
     The engine's wall time is left out, so a sweep's results depend only on its inputs.
     """
     from ..cluster.simulate import simulate
@@ -234,22 +236,24 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
     result = simulate(workload, cluster, policy, merged or None, load=load, seed=seed, progress=False)
-    summary = result.summary(since=result.warmup_end(warmup_frac) if warmup_frac else None)
+    since = result.warmup_end(warmup_frac) if warmup_frac else None
+    summary = result.summary(since=since)
     summary.pop("wall_time_s")  # a timing, not a result: figure CSVs stay byte-identical across runs
-    return summary
+    return {**summary, **result.diagnostics(since)} if diagnostics else summary
 
 
 def offered_point(rpm_per_instance: float, policy: str, *, testbed: str = "30b", n_instances: int | None = None,
                   minutes: float = 10.0, seed: int = 0, warmup_frac: float = 0.25,
                   global_store: GlobalStore | None | str = PROVISIONED, params: dict | None = None,
                   cluster_overrides: dict | None = None, workload_overrides: dict | None = None,
-                  trace: str | None = None) -> dict:
+                  trace: str | None = None, diagnostics: bool = False) -> dict:
     """Summary of ``policy`` at an offered load of ``rpm_per_instance`` requests/min/instance (a sweep point).
 
     The workload is generated at that rate (cached per worker process) and replayed as is
     (``load=1``); ``seed`` picks the workload and seeds the policy's random draws. With ``trace`` (a
     timestamped trace file or catalog name) the workload is that trace at the offered rate
-    (:func:`trace_workload`; the same for every seed) instead of generated sessions.
+    (:func:`trace_workload`; the same for every seed) instead of generated sessions. ``diagnostics``: see
+    :func:`run_point`.
     """
     cluster = paper_cluster(testbed, n_instances=n_instances, global_store=global_store,
                             **(cluster_overrides or {}))
@@ -258,4 +262,5 @@ def offered_point(rpm_per_instance: float, policy: str, *, testbed: str = "30b",
     else:
         workload = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm_per_instance),
                                   **(workload_overrides or {}))
-    return run_point(workload, cluster, policy, load=1.0, seed=seed, params=params, warmup_frac=warmup_frac)
+    return run_point(workload, cluster, policy, load=1.0, seed=seed, params=params, warmup_frac=warmup_frac,
+                     diagnostics=diagnostics)

@@ -443,11 +443,13 @@ def combine_verdicts(verdicts: Sequence[str]) -> str:
 class PaperValue:
     """A paper value as judged: ``kind`` is ``gain`` (``points``: one ``(low, high)`` per point, low == high
     for a number), ``lower bound`` / ``upper bound`` (one point), ``robust`` (conditions measured, no
-    number) or ``text`` (not comparative: no rule)."""
+    number) or ``text`` (not comparative: no rule). ``every``: a one-point gain judged at every measured
+    point (a unit saying ``at every point``; fig17's levels), as a bound is."""
 
     kind: str
     points: tuple[tuple[float, float], ...]
     text: str
+    every: bool = False
 
     def __post_init__(self) -> None:
         kinds = ("gain", "lower bound", "upper bound", "robust", "text")
@@ -458,6 +460,8 @@ class PaperValue:
         if self.kind.endswith("bound") and len(self.points) != 1:
             raise ValueError(f"a bound is one number (held at every measured point), got {self.points} from "
                              f"{self.text!r}")
+        if self.every and (self.kind != "gain" or len(self.points) != 1):
+            raise ValueError(f"'at every point' applies to a one-number gain, got a {self.kind} {self.text!r}")
 
     @property
     def comparative(self) -> bool:
@@ -503,7 +507,7 @@ def parse_paper_value(text: str, unit: str = "") -> PaperValue:
     tagged ``(v1)``, ``(v2)`` -> only the latest version's; a unit containing ``lower bound`` / ``upper
     bound`` -> a bound (e.g. C9's ``-0.07``); ``no regression`` -> upper bound 0 (on the latency change);
     ``robust`` -> robust; ``qualitative`` units otherwise, or a unit ``ratio``/``share`` (absolute values, not
-    gains) -> text.
+    gains) -> text; a one-number gain whose unit says ``at every point`` is judged at every measured point.
     """
     raw, unit_l = str(text).strip(), str(unit).lower()
     key = raw.lower()
@@ -523,7 +527,7 @@ def parse_paper_value(text: str, unit: str = "") -> PaperValue:
     for kind in ("lower bound", "upper bound"):
         if kind in unit_l:
             return PaperValue(kind, points, raw)
-    return PaperValue("gain", points, raw)
+    return PaperValue("gain", points, raw, every="at every point" in unit_l)
 
 
 # ------------------------------------------------------------------------------------------ claims table
@@ -555,6 +559,8 @@ def _rules(paper: PaperValue, n_points: int) -> list[tuple[str, float, float]]:
         return [(paper.kind, paper.points[0][0], paper.points[0][0])] * n_points
     if paper.kind != "gain":
         raise ValueError(f"paper value {paper.text!r} is not comparative: no rule applies")
+    if paper.every:
+        paper = PaperValue("gain", paper.points * n_points, paper.text)
     if n_points != len(paper.points):
         raise ValueError(f"{n_points} measured point(s) for the {len(paper.points)} of paper value {paper.text!r}")
     return [("equivalence" if a < 0 < b else "gain", a, b) for a, b in paper.points]

@@ -76,6 +76,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload, n_blocks_for
 from .errors import TraceFormatError
 
@@ -439,8 +440,9 @@ class Conversations:
         return len(self.t) / self.n_conversations
 
     def workload(self, *, requests_per_minute: float | None = None, session_rate: float | None = None,
-                 seed: int = 0, duration: float | None = None, warmup: float = 0.0) -> Workload:
-        """The calls in time: conversations start as a Poisson process (seeded).
+                 seed: int = 0, duration: float | None = None, warmup: float = 0.0,
+                 arrival: ArrivalProcess = POISSON) -> Workload:
+        """The calls in time: conversations start as a Poisson process (seeded), or by ``arrival``.
 
         At most one of ``requests_per_minute`` (long-run request rate; conversations per second =
         rate / 60 / :attr:`calls_per_conversation`) and ``session_rate`` (conversations per second);
@@ -450,7 +452,9 @@ class Conversations:
         ``duration`` (s), conversations start over ``[-warmup, duration)``, each drawn uniformly with
         replacement (a copy gets block ids and a session of its own: another user with the same
         history), and the calls arriving in ``[0, duration)`` are kept (cut conversations keep their
-        turn numbers): with a warmup of several hours the window runs close to the rate.
+        turn numbers): with a warmup of several hours the window runs close to the rate. ``arrival`` (with
+        ``duration`` only) is the conversation-start process (:func:`~smetric.workload.arrivals.session_starts`;
+        the default Poisson draws what this method drew before it took the argument).
         """
         if requests_per_minute is not None and session_rate is not None:
             raise ValueError("give at most one of requests_per_minute and session_rate")
@@ -463,16 +467,15 @@ class Conversations:
             raise ValueError(f"session_rate must be a positive number, got {session_rate!r}")
         rng = np.random.default_rng(seed)
         if duration is None:
+            if arrival != POISSON:
+                raise ValueError(f"arrival {arrival!r} needs a duration (the starts of a window)")
             which = rng.permutation(self.n_conversations)
             start = np.cumsum(rng.exponential(1.0 / session_rate, self.n_conversations))
             return self._placed(which, start)
         if not (duration > 0 and math.isfinite(duration)) or not (warmup >= 0 and math.isfinite(warmup)):
             raise ValueError(f"duration must be > 0 and warmup >= 0 (s), got duration={duration!r}, warmup={warmup!r}")
-        n = rng.poisson(session_rate * (duration + warmup))
-        if n == 0:
-            raise ValueError(f"no conversation starts in {duration + warmup} s at {session_rate:.4g}/s")
-        start = np.sort(rng.uniform(0.0, duration + warmup, n)) - warmup
-        return self._placed(rng.integers(0, self.n_conversations, n), start, begin=0.0, end=duration)
+        start = session_starts(rng, arrival, session_rate, None, duration, warmup)
+        return self._placed(rng.integers(0, self.n_conversations, len(start)), start, begin=0.0, end=duration)
 
     def _placed(self, which: np.ndarray, start: np.ndarray, begin: float = -np.inf, end: float = np.inf) -> Workload:
         """Copy ``k`` of the conversations is conversation ``which[k]`` starting at ``start[k]``; only the calls

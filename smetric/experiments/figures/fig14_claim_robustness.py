@@ -2,7 +2,8 @@
 
 One-at-a-time variations around the testbed's model: each axis of
 :data:`~smetric.experiments.robustness.AXES` (workload preset, KV connector, Hopper attention calibration,
-GPU, global store, replay) moved to each of its other values with the rest at the default. Per
+GPU, global store, replay, router information, session-start process) moved to each of its other values with
+the rest at the default. Per
 variant and claim: the 30B testbed's load grid in multiples of a per-variant **anchor** found by a
 baseline-only probe (:func:`~smetric.experiments.robustness.knee_anchor`: least-load alone, seed 0, on
 a 1.25x ladder; the anchor is its goodput peak -- prefill-TPS peak for C14 -- and plays the paper's 8x),
@@ -21,6 +22,13 @@ requests/min/instance, ~20 GB per instance over a 2-minute window and its warm-u
 during the warm-up and evicts throughout the window (the former 25 GB never filled: that variant was the
 default byte for byte). Its bandwidth binds only the ``ideal`` connector: ``lmcache-mooncake`` reads at its
 own rates.
+
+Two axes of issue 21: ``router=as-deployed`` gives each policy its sourced information model
+(``data/routers/as_deployed.json``); SMETRIC, LMetric, Dynamo and least-load have no published refresh interval
+or read router-local counters, so their presets are exact (labelled assumptions there) and the cell equals the
+default -- fig17 adds llm-d, whose 50 ms refresh is sourced. ``arrival=azure-code:mmpp`` starts the sessions by
+the two-state MMPP fitted to the Azure 2023 code trace, the burstiest shipped trace and the match for the coding
+presets (``data/presets/arrivals.json``); it applies to the generated workloads.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import pandas as pd
 from .. import main_results as mr
 from ..figure import FigureParams, param
 from ..robustness import (
+    AXES,
     MAP_COLUMNS,
     ClaimSpec,
     Variant,
@@ -54,7 +63,8 @@ class Params(FigureParams):
     variations: dict = param({"workload": ("long-context", "toolagent", "claude-code"),
                               "kv_connector": ("ideal", "lmcache-mooncake-fast", "lmcache-mooncake-slow"),
                               "attention": ("a100-borrowed",), "gpu": ("h200", "h800"),
-                              "store": ("under-provisioned",), "replay": ("open",)},
+                              "store": ("under-provisioned",), "replay": ("open",), "router": ("as-deployed",),
+                              "arrival": ("azure-code:mmpp",)},
                              "axis -> values varied one at a time around the default variant")
     trace: str | None = param(None, "a timestamped trace file or catalog name run as one more workload variant "
                                     "(replayed at each offered rate; the probe starts at bailian-coder's guess)")
@@ -232,7 +242,7 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     first = df.drop_duplicates("variant")
     return {"fig14_claim_robustness_variants": pd.DataFrame(
         {"short_name": [short[v] for v in first["variant"]], "variant": first["variant"],
-         **{a: first[a] for a in ("workload", "kv_connector", "gpu", "attention", "store", "replay")}})}
+         **{a: first[a] for a in AXES}})}
 
 
 def _label(row) -> str:
