@@ -17,6 +17,7 @@ from numba import njit
 from ..policies import base as pbase
 from ..policies import registry
 from ..workload.core import Workload, n_blocks_for
+from .abandonment import draw_patience
 from .config import GB, ClusterConfig, HardwareSpec
 from .queueing import decode_estimates
 from .router_info import replica_of
@@ -103,6 +104,8 @@ class EngineInput:
     kv_event_delay_s: float = 0.0  # delay before a block entering a tier is visible to the router (s)
     n_replicas: int = 1            # router replicas, each with its own counters and policy state
     replica: np.ndarray | None = None  # int64 [n]: the replica that routes each request (None = all 0)
+    # abandonment (smetric.cluster.abandonment): patience of each dense session (s); None = nobody abandons
+    patience: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -267,6 +270,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         refresh_s=float(cluster.router.refresh_s), kv_refresh_s=float(cluster.router.kv_refresh_s),
         kv_event_delay_s=float(cluster.router.kv_event_delay_s), n_replicas=int(cluster.router.router_replicas),
         replica=replica_of(cluster.router, session, seed),
+        patience=None if cluster.patience is None else draw_patience(cluster.patience, int(session.max()) + 1, seed),
     )
 
 
