@@ -40,6 +40,7 @@ from scipy import special
 
 from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload
+from .priority import HIGH_PRIORITY, with_priority
 
 __all__ = [
     "AGENT", "AGENT_TARGETS", "BAILIAN_CODER", "BAILIAN_CODER_TARGETS", "CHAT", "CHAT_TARGETS", "DEFAULT_PRESET",
@@ -96,6 +97,10 @@ class SessionWorkloadConfig:
     est_tpot_s: float = 0.025
     block_size: int = 512
     name: str = "synthetic-agent"
+    # priority tiers (smetric.workload.priority): the share of high-priority sessions (None: every session
+    # has priority 1, the draws of a config without tiers) and their priority (an assumption, see there)
+    high_priority_share: float | None = None
+    high_priority: float = HIGH_PRIORITY
 
     def __post_init__(self) -> None:
         if (self.session_rate is None) == (self.requests_per_minute is None):
@@ -107,7 +112,7 @@ class SessionWorkloadConfig:
                 continue
             if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
                 ok = v >= 0
-            elif f.name == "long_gap_prob":
+            elif f.name in ("long_gap_prob", "high_priority_share"):
                 ok = 0 <= v <= 1
             else:
                 ok = v > 0
@@ -472,11 +477,14 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
     prompt = prompt_of_session[session_of[rows]]
     block_ids = _chained_block_ids(input_len, offsets, epoch[rows], prompt_full[prompt], system_base[prompt],
                                    epoch_base, bs, epoch_base[-1] + pos)  # fresh tail id: the request's rank
-    return Workload(
+    workload = Workload(
         arrival=arrival[rows], input_len=input_len, output_len=output[rows], session=session_of[rows],
         turn=turn[rows], parent=parent, gap=np.where(parent >= 0, gap[rows], 0.0), block_offsets=offsets,
         block_ids=block_ids, block_size=bs, priority=np.ones(len(rows)), name=c.name,
     )
+    if c.high_priority_share is None:
+        return workload
+    return with_priority(workload, c.high_priority_share, c.high_priority, seed)
 
 
 def with_overrides(config: SessionWorkloadConfig, **overrides) -> SessionWorkloadConfig:
