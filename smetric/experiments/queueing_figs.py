@@ -294,7 +294,8 @@ def plot_queue_discipline(df: pd.DataFrame):
                         legend=i == 0 and metric == "session_time_mean")
             ax.set(xlabel="", ylabel=label, title=f"{part}: {workload} (high share {share:g})")
     fig.suptitle("Queue disciplines where queues form (30B): fcfs vs S-score vs MLFQ, oracle vs linear decode "
-                 "estimate; 95 % intervals over paired workload seeds")
+                 "estimate. Bars: seed means, 95 % bootstrap intervals over the workload seeds (unpaired; the "
+                 "seed-paired verdicts are in fig12_claims.csv)")
     fig.tight_layout()
     return fig
 
