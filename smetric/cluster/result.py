@@ -58,7 +58,8 @@ figure tables stay as they are (``summary()`` feeds whole rows of several commit
   sessions abandoned over sessions. In ``summary()`` only when patience is set (like ``n_preempted``), in
   ``kpis()`` always (0 without patience).
 * **busy across instances** -- ``gpu_busy_cv_instances``: the coefficient of variation over the routable
-  instances of each one's busy time (seconds iterating) -- the blueprint's load-balance KPI; ``gpu_busy_frac``
+  instances of each one's busy time (seconds iterating, over the whole run like the other instance metrics) --
+  the blueprint's load-balance KPI; ``gpu_busy_frac``
   / ``gpu_busy_cv`` are ``busy_mean`` / ``busy_cv`` (over time).
 """
 
