@@ -211,3 +211,16 @@ def test_cli_runs_the_linear_estimator_with_patience_and_prints_the_kpis(tmp_pat
         assert key in out["kpis"]
     assert main(args[:-3] + ["--patience", "soon", "--json"]) == 2
     assert "patience" in capsys.readouterr().err
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1), st.sampled_from(PATIENCES), st.sampled_from(["open", "closed"]))
+def test_engine_matches_reference_with_abandonment_and_preemption(seed, patience, replay):
+    """Incremental allocation preempts: a preempted request returns to the queue admitted once, never abandons."""
+    wl = agent_workload(seed, n_sessions=12, max_turns=3, span=0.3, first_prompt=(20, 800), output=(1, 80))
+    cluster = small_cluster(kv_tokens=1500, block_size=16, max_num_seqs=4, max_batched_tokens=256,
+                            kv_allocation="incremental", replay=replay, patience=patience)
+    inp = prepare(wl, cluster, "least-load", load=2.0, seed=seed, n_samples=50)
+    a = run_engine(inp)
+    assert_same_run(a, run_reference(inp))
+    assert not (a.preemptions[a.reason == REASON_ABANDONED] > 0).any()
