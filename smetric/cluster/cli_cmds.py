@@ -108,6 +108,9 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="a queue-discipline parameter, e.g. alpha=2, l_max=5 or estimator=linear (oracle, "
                              "session-mean, linear; with prior_output=TOKENS, window=N) (repeatable; default: the "
                              "discipline's values)")
+    parser.add_argument("--patience", metavar="KIND:SECONDS[:SIGMA]",
+                        help="sessions' patience, e.g. fixed:30 or lognormal:60:1: a request that waits longer "
+                             "for admission abandons its session (default: nobody abandons)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the policy's random draws (default 0)")
     parser.add_argument("--router-refresh", type=float, metavar="S",
                         help="seconds between the router's snapshots of engine state (queue, counts, context); "
@@ -220,7 +223,7 @@ def cluster_from_args(args: argparse.Namespace):
         cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
         hit_granularity=base["hit_granularity"], weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
         attention_calibration=args.attention_calibration, kv_allocation=args.kv_allocation,
-        router=_router_info(args),
+        router=_router_info(args), patience=args.patience,
         kv_connector=KVConnector.parse(base["kv_connector"],
                                        _parse_params(args.kv_connector_param, "--kv-connector-param")))
 

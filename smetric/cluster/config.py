@@ -19,6 +19,7 @@ import numpy as np
 from ..hardware import kernel
 from ..hardware.efficiency import ATTENTION_CALIBRATIONS
 from ..hardware.perfmodel import DTYPES
+from .abandonment import Patience
 from .connector import KVConnector
 from .queueing import QueueDiscipline
 from .router_info import RouterInfo
@@ -246,6 +247,9 @@ class ClusterConfig:
             the ``fcfs`` queue and no global store only.
         router: what the router knows, and when (:class:`~smetric.cluster.router_info.RouterInfo`:
             refresh intervals, KV-event delay, router replicas); the default is the exact view.
+        patience: sessions' patience (:class:`~smetric.cluster.abandonment.Patience` or its text form,
+            e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see the
+            engine docstring, "Abandonment"); None (the default) = nobody abandons.
     """
 
     model: str
@@ -277,6 +281,7 @@ class ClusterConfig:
     attention_calibration: str = "fa3"
     kv_allocation: str = "reserve"
     router: RouterInfo = RouterInfo()
+    patience: Patience | None = None
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -331,6 +336,10 @@ class ClusterConfig:
         _require(self.attention_calibration in ATTENTION_CALIBRATIONS,
                  f"attention_calibration must be one of {ATTENTION_CALIBRATIONS}, got {self.attention_calibration!r}")
         _require(isinstance(self.router, RouterInfo), f"router must be a RouterInfo, got {self.router!r}")
+        if isinstance(self.patience, str):
+            object.__setattr__(self, "patience", Patience.parse(self.patience))
+        _require(self.patience is None or isinstance(self.patience, Patience),
+                 f"patience must be a Patience, its text form or None, got {self.patience!r}")
         if self.hardware is not None:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "
@@ -375,4 +384,5 @@ class ClusterConfig:
             f"global store {self.global_store.capacity_gb:g} GB @ {self.global_store.bandwidth_gbs:g} GB/s")
         if self.global_store is not None and not self.kv_connector.ideal:
             store += f" via {self.kv_connector.name}"
-        return f"{shape} {self.model} TP{self.tp} on {self.gpu}, {store}, {self.replay} replay"
+        tail = "" if self.patience is None else f", {self.patience.describe()}"
+        return f"{shape} {self.model} TP{self.tp} on {self.gpu}, {store}, {self.replay} replay{tail}"

@@ -145,6 +145,21 @@ the order they finish; hand-offs and rejections do not count): its session's fin
 sum, the global ones, and (``linear``) the window of (input, n_out, true decode time) with its
 least-squares refit. Both engines call the same compiled functions for both steps.
 
+Abandonment (``ClusterConfig.patience``; off by default, :mod:`smetric.cluster.abandonment`). Each session
+has a patience ``p`` drawn before the run. At the start of step 4 of every batch formation at ``t`` (before
+ranking, whether or not the step admits), each waiting request that was never admitted (first admission
+only: a preempted or handed-over request has begun and never abandons) with ``arrival + p < t`` leaves the
+waiting queue unserved, in routing order: it is no longer waiting, in flight or queued (its context and
+queued-prefill share are removed), its status is ``abandoned`` and its session is marked. A marked
+session's turns are never served: in closed replay an abandoned request releases no child (its descendants
+never arrive and are reported abandoned too), in open replay a later turn of the session that arrives after
+the mark is abandoned at arrival (not routed). Detection is lazy, at the instance's next formation after
+the deadline -- at most one iteration late on a busy instance (a request admitted at exactly its deadline
+is served); arrivals, the router's view and the time series see the request on the queue until then. No
+extra event exists: a decode-only run (below) ends at the first iteration end after the earliest deadline
+of the instance's waiting requests, which is where the reference forms anyway, so both engines detect at
+the same formation.
+
 Incremental KV allocation (``kv_allocation = "incremental"``; colocated, FCFS, no global store), after vLLM
 V1's scheduler (``vllm/v1/core/sched/scheduler.py``: running requests are scheduled before waiting ones, a
 failed ``allocate_slots`` preempts ``self.running.pop()`` until it succeeds or the request itself was popped,
@@ -226,11 +241,12 @@ from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time
 from ..policies import base as pb
 from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
+from .abandonment import mark_unreleased
 from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .queueing import FCFS, N_Q, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, rank_nb
-from .result_raw import N_TS, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+from .result_raw import N_TS, REASON_ABANDONED, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 from .router_info import refresh_period
 from .sampling import halve_samples
 
@@ -297,14 +313,14 @@ EngineData = namedtuple("EngineData", [
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
-    "decode_true", "waiter_offsets", "waiters"])
+    "decode_true", "waiter_offsets", "waiters", "abandon", "patience"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
-    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t"])
+    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t", "gone"])
 
 
 # ====================================================================== small helpers
@@ -1095,6 +1111,39 @@ def _next_candidate(d, st, i, t, free, step, budget):
     return best
 
 
+# ====================================================================== abandonment
+@njit(cache=True, _nrt=False)
+def _abandon_expired(d, st, i, t):
+    """Waiting, never-admitted requests of ``i`` whose ``arrival + patience < t`` leave unserved; their
+    sessions release no further turn (the engine docstring's "Abandonment")."""
+    r = st.ii[i, II_WHEAD]
+    while r >= 0:
+        nxt = st.ri[r, RI_NXT]
+        if np.isnan(st.rf[r, RF_ADMIT]) and st.rf[r, RF_ARR] + d.patience[d.session[r]] < t:
+            _list_remove(st, i, II_WHEAD, II_WTAIL, r)
+            st.ii[i, II_NWAIT] -= 1
+            st.ii[i, II_INFLIGHT] -= 1
+            st.rinf[d.replica[r], i] -= 1
+            st.ii[i, II_CTX] -= d.input_len[r]
+            _set_queued(d, st, i, r, 0)
+            st.ri[r, RI_STATE] = LEFT
+            st.ri[r, RI_REASON] = REASON_ABANDONED
+            st.gone[d.session[r]] = 1
+        r = nxt
+
+
+@njit(cache=True, _nrt=False)
+def _next_deadline(d, st, i):
+    """The earliest ``arrival + patience`` of ``i``'s waiting, never-admitted requests (inf: none)."""
+    due = INF
+    r = st.ii[i, II_WHEAD]
+    while r >= 0:
+        if np.isnan(st.rf[r, RF_ADMIT]):
+            due = min(due, st.rf[r, RF_ARR] + d.patience[d.session[r]])
+        r = st.ri[r, RI_NXT]
+    return due
+
+
 # ====================================================================== batch formation
 @njit(cache=True, _nrt=False)
 def _activate(d, st, i, t):
@@ -1262,6 +1311,8 @@ def _form_batch(d, st, i, t):
     sched = 0.0
     if conn:
         st.fi[i, FI_LREADY] = t
+    if d.abandon and st.ii[i, II_NWAIT] > 0:
+        _abandon_expired(d, st, i, t)
     fcfs = st.gf[GF_QUEUE + Q_KIND] == FCFS
     free = 1.0
     step = 0
@@ -1344,6 +1395,10 @@ def _form_batch(d, st, i, t):
     st.fi[i, FI_T0] = t + wait
     if k_run > 1 and st.ii[i, II_NLOAD] > 0:
         k_run = _first_end_at_or_after(st, i, st.fi[i, FI_MINREADY], k_run)
+    if k_run > 1 and d.abandon and st.ii[i, II_NWAIT] > 0:  # form again at the first end after a deadline
+        due = _next_deadline(d, st, i)
+        if due < INF:
+            k_run = min(k_run, _iters_done(st, i, due, k_run) + 1)
     st.ii[i, II_SEGK] = k_run
     st.ii[i, II_BUSY] = 1
     st.fi[i, FI_END] = _boundary(st, i, k_run)
@@ -1585,6 +1640,9 @@ def _build_view(d, st, r, t):
 @njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
 def _arrive(d, st, r, t):
     st.rf[r, RF_ARR] = t
+    if d.abandon and st.gone[d.session[r]] == 1:  # its session abandoned: the turn is never served
+        st.ri[r, RI_REASON] = REASON_ABANDONED
+        return
     L = d.input_len[r]
     nb = d.block_offsets[r + 1] - d.block_offsets[r]
     if _n_blocks(L + d.n_out[r], d.block_size) > d.hbm_blocks or nb > d.hbm_blocks:
@@ -1709,7 +1767,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
         seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
         router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est,
-        waiter_offsets=inp.waiter_offsets, waiters=inp.waiters)
+        waiter_offsets=inp.waiter_offsets, waiters=inp.waiters,
+        abandon=inp.patience is not None, patience=inp.patience if inp.patience is not None else np.zeros(1))
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1784,12 +1843,13 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         seen=np.zeros(d.seen_glob + u if delay else 1),
         **dict(zip(("est_sess", "est_ring", "est_g"), estimator_state(
             int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))),
-        deps_left=inp.n_deps.copy(), deps_t=np.full(n, -np.inf))
+        deps_left=inp.n_deps.copy(), deps_t=np.full(n, -np.inf),
+        gone=np.zeros(len(inp.patience) if inp.patience is not None else 1, dtype=np.int8))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:
     ri, rf, ii, fi = st.ri, st.rf, st.ii, st.fi
-    reason = ri[:, RI_REASON].copy()
+    reason = mark_unreleased(ri[:, RI_REASON], inp.session) if inp.patience is not None else ri[:, RI_REASON].copy()
     reason[reason < 0] = REASON_STALLED
     return RawRun(
         instance=ri[:, RI_INST].copy(), decode_instance=ri[:, RI_DINST].copy(), arrival=rf[:, RF_ARR].copy(),

@@ -17,6 +17,7 @@ from numba import njit
 from ..policies import base as pbase
 from ..policies import registry
 from ..workload.core import Workload, n_blocks_for
+from .abandonment import draw_patience
 from .config import GB, ClusterConfig, HardwareSpec
 from .queueing import decode_estimates
 from .router_info import replica_of
@@ -108,6 +109,8 @@ class EngineInput:
     waiter_offsets: np.ndarray | None = None  # int64 CSR
     waiters: np.ndarray | None = None         # int64
     n_deps: np.ndarray | None = None          # int64 [n]
+    # abandonment (smetric.cluster.abandonment): patience of each dense session (s); None = nobody abandons
+    patience: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -298,6 +301,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         kv_event_delay_s=float(cluster.router.kv_event_delay_s), n_replicas=int(cluster.router.router_replicas),
         replica=replica_of(cluster.router, session, seed),
         waiter_offsets=waiter_off, waiters=waiters, n_deps=n_deps,
+        patience=None if cluster.patience is None else draw_patience(cluster.patience, int(session.max()) + 1, seed),
     )
 
 

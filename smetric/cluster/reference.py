@@ -18,10 +18,11 @@ import numpy as np
 from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
 from ..policies import base as pb
 from ..policies.dispatch import route
+from .abandonment import mark_unreleased
 from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import EngineInput
 from .queueing import FCFS, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, queue_order
-from .result_raw import N_TS, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
+from .result_raw import N_TS, REASON_ABANDONED, REASON_COMPLETED, REASON_STALLED, REASON_TOO_LARGE, RawRun
 from .router_info import refresh_period
 from .sampling import halve_samples
 
@@ -137,6 +138,7 @@ class _Reference:
         self.t0 = float(inp.arrival[0])
         self.sampled = np.zeros(inp.n_instances, dtype=np.int64)  # samples recorded per instance
         self.sample_dt = float(inp.sample_dt)
+        self.gone: set[int] = set()  # sessions that abandoned
 
     # ------------------------------------------------------------------ caches
     def _prefix(self, blocks: list[int], present) -> int:
@@ -385,6 +387,8 @@ class _Reference:
                 batch.append((r, c))
                 budget -= c
         preempted = inst.stats["preemptions"] > n_preempted
+        if inp.patience is not None:
+            self._abandon_expired(inst, t)
         wait = 0.0
         conn = inp.conn and inst.role != "decode"
         sched = 0.0
@@ -442,6 +446,22 @@ class _Reference:
         inst.wake = INF
         inst.batch = batch
         inst.decoding = decoding
+
+    def _abandon_expired(self, inst: _Inst, t: float) -> None:
+        """Waiting, never-admitted requests with ``arrival + patience < t`` leave unserved (engine docstring)."""
+        inp = self.inp
+        for r in list(inst.waiting):
+            s = int(inp.session[r])
+            if np.isnan(self.out["admit"][r]) and self.out["arrival"][r] + inp.patience[s] < t:
+                q = self.req[r]
+                inst.waiting.remove(r)
+                inst.inflight -= 1
+                self.local_inflight[self.replica[r], inst.idx] -= 1
+                inst.ctx -= q.L
+                self._set_queued(inst, q, 0)
+                q.state = LEFT
+                self.out["reason"][r] = REASON_ABANDONED
+                self.gone.add(s)
 
     def _allocate(self, inst: _Inst, q: _Req, m: int, decoding: list[int], t: float) -> bool:
         """Give ``q`` ``m`` more blocks (evicting LRU cached ones), preempting the most recently admitted
@@ -687,6 +707,9 @@ class _Reference:
         inp = self.inp
         q = self.req[r]
         self.out["arrival"][r] = t
+        if int(inp.session[r]) in self.gone:  # its session abandoned: the turn is never served
+            self.out["reason"][r] = REASON_ABANDONED
+            return
         if self._too_large(q):
             self.out["reason"][r] = REASON_TOO_LARGE
             self._release_children(r, t)
@@ -752,6 +775,8 @@ class _Reference:
         for inst in self.inst:
             self._sample_until(inst, self.now)
         out = self.out
+        if inp.patience is not None:
+            out["reason"] = mark_unreleased(out["reason"], inp.session)
         out["reason"][out["reason"] < 0] = REASON_STALLED
         s = {k: np.array([inst.stats[k] for inst in self.inst]) for k in self.inst[0].stats}
         return RawRun(

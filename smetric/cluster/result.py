@@ -48,8 +48,19 @@ figures store wholesale; ``smetric simulate --json`` prints both):
   and the true decode time (the oracle's), over the admitted requests (the key exists only then).
 
 :meth:`SimResult.kpis` gathers the session-scheduler blueprint's KPIs (session completion time
-percentiles, turn latency and TTFT p50/p90/p99, GPU busy fraction and its CV, completed sessions per
-second of the window) in one dict, kept out of ``summary()`` so the figure tables stay as they are.
+percentiles, turn latency and TTFT p50/p90/p99, GPU busy fraction and its CV over time and across instances,
+completed sessions per second of the window, abandonment) in one dict, kept out of ``summary()`` so the
+figure tables stay as they are (``summary()`` feeds whole rows of several committed figure tables).
+
+* **abandonment** (with ``ClusterConfig.patience``; :mod:`smetric.cluster.abandonment`) -- ``sessions_abandoned``:
+  sessions with an abandoned request; ``turns_abandoned``: requests with status ``abandoned`` (the request
+  that waited too long and every later turn of its session that was never served); ``abandon_rate``:
+  sessions abandoned over sessions. In ``summary()`` only when patience is set (like ``n_preempted``), in
+  ``kpis()`` always (0 without patience).
+* **busy across instances** -- ``gpu_busy_cv_instances``: the coefficient of variation over the routable
+  instances of each one's busy time (seconds iterating, over the whole run like the other instance metrics) --
+  the blueprint's load-balance KPI; ``gpu_busy_frac``
+  / ``gpu_busy_cv`` are ``busy_mean`` / ``busy_cv`` (over time).
 """
 
 from __future__ import annotations
@@ -63,7 +74,7 @@ import pandas as pd
 
 from .config import ClusterConfig
 from .inputs import EngineInput
-from .result_raw import REASON_COMPLETED, REASON_NAMES, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
+from .result_raw import REASON_ABANDONED, REASON_COMPLETED, REASON_NAMES, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
 __all__ = ["SimResult", "build_result"]
 
@@ -93,6 +104,15 @@ def _sessions(rq: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
                               worst_wait=("wait", "max"))
     complete = sessions.loc[sessions["all_done"]]
     return sessions, (complete["last"] - complete["first"]).to_numpy()
+
+
+def _abandonment(rq: pd.DataFrame) -> dict:
+    """Abandoned sessions and turns of the requests ``rq`` (see the module docstring)."""
+    gone = rq["status"] == REASON_NAMES[REASON_ABANDONED]
+    n_sessions = rq["session"].nunique()
+    sessions = int(rq.loc[gone, "session"].nunique())
+    return {"sessions_abandoned": sessions, "turns_abandoned": int(gone.sum()),
+            "abandon_rate": sessions / n_sessions if n_sessions else float("nan")}
 
 
 def _session_metrics(rq: pd.DataFrame, l_max: float) -> dict:
@@ -221,6 +241,8 @@ class SimResult:
             # only where a ranked discipline used an estimator (oracle runs keep their columns)
             **({"estimator_mae_s": float((rq.loc[admitted, "decode_est"] - rq.loc[admitted, "decode_true"])
                                          .abs().mean())} if "decode_est" in rq else {}),
+            # only where sessions can abandon (runs without patience keep their columns)
+            **(_abandonment(rq) if self.cluster.patience is not None else {}),
             "wall_time_s": float(self.wall_time),
         }
 
@@ -263,7 +285,9 @@ class SimResult:
     def kpis(self, since: float | None = None) -> dict:
         """The session-scheduler blueprint's KPIs (see the module docstring); ``since`` as for :meth:`summary`."""
         s = self.summary(since)
-        _, span = _sessions(self.measured(since))
+        rq = self.measured(since)
+        _, span = _sessions(rq)
+        busy = self.instances.loc[self.instances["role"] != "decode", "busy_time"].to_numpy(dtype=float)
         keep = ("n_sessions", "n_sessions_completed", "session_time_mean", "session_time_p50", "session_time_p99",
                 "latency_p50", "latency_p90", "latency_p99", "ttft_p50", "ttft_p90", "ttft_p99",
                 "queue_wait_p99", "queue_wait_max", "sessions_starved_frac", "throughput_tps", "goodput_tps")
@@ -273,6 +297,8 @@ class SimResult:
             "sessions_per_s": _rate(len(span), s["window_s"]),
             "gpu_busy_frac": s["busy_mean"],
             "gpu_busy_cv": s["busy_cv"],
+            "gpu_busy_cv_instances": float(busy.std() / busy.mean()) if busy.mean() > 0 else float("nan"),
+            **_abandonment(rq),
             **({"estimator_mae_s": s["estimator_mae_s"]} if "estimator_mae_s" in s else {}),
         }
 

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RawRun", "REASON_COMPLETED", "REASON_TOO_LARGE", "REASON_STALLED", "REASON_NAMES",
+__all__ = ["RawRun", "REASON_COMPLETED", "REASON_TOO_LARGE", "REASON_STALLED", "REASON_ABANDONED", "REASON_NAMES",
            "TS_WAITING", "TS_RUNNING", "TS_KV_USED", "N_TS"]
 
 REASON_COMPLETED = 0  # finished normally
 REASON_TOO_LARGE = 1  # prompt + output can never fit one instance's HBM: rejected at arrival
 REASON_STALLED = 2    # still queued or running when no event was left (an engine bug if it ever happens)
-REASON_NAMES = ("completed", "exceeds_kv_capacity", "stalled")
+REASON_ABANDONED = 3  # its session ran out of patience (smetric.cluster.abandonment): left unserved
+REASON_NAMES = ("completed", "exceeds_kv_capacity", "stalled", "abandoned")
 
 TS_WAITING = 0  # time-series columns: requests waiting for admission,
 TS_RUNNING = 1  # requests admitted (running batch, incl. KV loads),

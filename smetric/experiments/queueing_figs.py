@@ -1,22 +1,32 @@
-"""Figure 12: queue disciplines inside an instance (fcfs vs the S-Metric score vs multi-level queues).
+"""Figure 12: queue disciplines inside an instance where queues form (fcfs vs the S-Metric score vs MLFQ).
 
-The router decides where a turn runs, the queue discipline when (:mod:`smetric.cluster.queueing`).
-Setup: the 30B testbed in **closed replay** (a session's next turn arrives only after its previous
-turn finished plus the recorded tool/think gap, so a turn that waits delays its whole session), the
-calibrated agent workload at several offered loads (requests/min/instance), the SMETRIC and
-least-load routers. The measured window starts ``warmup_frac`` into the workload's own arrival span
-(fixed in trace time, the same for every discipline: in closed replay the realised arrivals move).
+The router decides where a turn runs, the queue discipline when (:mod:`smetric.cluster.queueing`). A
+discipline can only matter where requests wait for admission, so both experiments run where they do:
 
-* :func:`discipline_comparison`: every (load, router, discipline, seed) -> session completion time,
-  turn latency, starvation (queue wait), goodput.
-  ``long_wait_p99`` / ``short_wait_p99``: the queue wait of the long turns (top decile of GPU time:
-  the prefill of the tokens each computed plus its decode estimate, what the score's E[T] estimates)
-  and of the others.
-* :func:`weight_sweep`: the S score's urgency weight alpha against its waiting-time weight gamma, on
-  one 30B instance fed a stream of short turns past its capacity plus a long turn every few
-  seconds (:func:`short_long_stream`; open replay, no cache reuse): the mechanism in isolation.
-* :func:`plot_queue_discipline`, :func:`queue_findings` (the claims cell's lines; there is no paper
-  claim for this figure: the scheduler blueprint is a design note, not a measured result).
+* ``stream`` (:func:`stream_comparison`): one 30B instance, open replay, fed Poisson short turns near and past
+  its capacity plus a long turn every few seconds (:func:`short_long_stream`; no cache reuse): the
+  single-instance overload stream;
+* ``cluster`` (:func:`cluster_comparison`): the 30B testbed in open replay fed the agent workload (or the real
+  claude-code trace) near and past each instance's knee, routed by SMETRIC.
+
+Each point runs every queue configuration of :data:`QUEUES` (the disciplines, the ranked ones with the
+``oracle`` and the ``linear`` estimator) at each high-priority share (:mod:`smetric.workload.priority`), on
+the same workload seed (paired). :func:`promise_claims` judges the S-Metric blueprint's promises with the
+package's verdict rules (:mod:`smetric.experiments.verdicts`, paired per seed, 95 % t-intervals, Holm over
+each promise's points):
+
+* ``B1_session_jct_lower``: session completion time lower than FCFS -- per seed
+  ``1 - session_time_mean / fcfs's`` (rule ``positive``: reproduced when significantly > 0);
+* ``B2_no_starvation``: the p99 queue wait of long turns (top decile of GPU time) bounded. **The bound, stated
+  before running: at most 1.5x FCFS's** -- per seed ``long_wait_p99 / fcfs's - 1``, upper bound +0.5;
+* ``B3_priority_latency_lower``: the high-priority tier's latency lowered -- its mean turn latency over the
+  normal tier's in the same run (``tier_ratio``) against FCFS's ratio on the same seed (FCFS ignores
+  priority, so its ratio is what the tiers' own sessions cost): per seed ``1 - tier_ratio / fcfs's`` (share
+  > 0; rule ``positive``). The ratio, not the raw tier latency, because the tiers are different sessions.
+
+The priority weight ``beta`` = :data:`PRIORITY_BETA` is an assumption (the blueprint gives no value): it
+adds 10 to a high-priority request's score, against urgency ``alpha / E[T]`` of ~0.1-20 and waiting
+``gamma * L / L_max`` of ~0-1 at the defaults.
 """
 
 from __future__ import annotations
@@ -26,70 +36,58 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..cluster.queueing import DISCIPLINES, QueueDiscipline, decode_estimates
+from ..cluster.queueing import QueueDiscipline, decode_estimates
 from ..hardware.kernel import prefill_time_nb
 from ..workload.core import Workload
-from .setups import DEFAULT_WORKLOAD, REFERENCE_RPM, WORKLOADS, agent_workload, paper_cluster, trace_workload
+from ..workload.priority import with_priority
+from .setups import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluster
 from .sweep import sweep
+from .verdicts import PaperValue, combine_verdicts, gain_interval, parse_paper_value, point_table
 
-__all__ = ["METRICS", "gpu_time", "short_long_stream", "discipline_comparison", "weight_sweep", "plot_queue_discipline",
-           "comparison_table",
+__all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
+           "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",
            "queue_findings"]
 
-# summary columns a point reports (and their labels in the figure)
+#: (discipline, estimator) of every queue configuration a point runs; fcfs first (the comparator).
+QUEUES = (("fcfs", "oracle"), ("smetric-score", "oracle"), ("smetric-score", "linear"), ("mlfq", "oracle"),
+          ("mlfq", "linear"))
+PRIORITY_BETA = 10.0  # an assumption: see the module docstring
+STARVATION_BOUND = 0.5  # B2: long turns' p99 wait at most (1 + this) x FCFS's, stated before the run
+LONG_QUANTILE = 0.9  # "long turns": GPU time at or above this quantile of the measured turns
+#: metrics a point reports (and their labels in the figure)
 METRICS = {
     "session_time_mean": "session completion time, mean (s)",
-    "latency_p99": "turn latency p99 (s)",
-    "queue_wait_max": "max queue wait (s)",
+    "long_wait_p99": "long turns: queue wait p99 (s)",
+    "tier_ratio": "high-tier / normal-tier mean latency",
     "goodput_tps": "goodput (k tokens/s)",
 }
-_EXTRA = ("session_time_p99", "ttft_p99", "queue_wait_p99", "sessions_starved_frac", "n_sessions_completed",
-          "throughput_tps", "busy_cv", "slo_attainment")
-LONG_QUANTILE = 0.9  # "long turns": GPU time at or above this quantile of the measured turns
+#: promise id -> (the blueprint's words, the rule's paper value, the metric, how the per-seed gain is taken)
+PROMISES = {
+    "B1_session_jct_lower": ("session completion time lower than FCFS", "robust", "session_time_mean", "lower"),
+    "B2_no_starvation": (f"p99 queue wait of long turns at most {1 + STARVATION_BOUND:g}x FCFS's",
+                         f"+{STARVATION_BOUND}", "long_wait_p99", "ratio"),
+    "B3_priority_latency_lower": ("high-priority tier's latency lowered (relative to the normal tier, vs fcfs)",
+                                  "robust", "tier_ratio", "lower"),
+}
+_KEYS = ["part", "workload", "regime", "share", "queue", "estimator"]
 
 
 def gpu_time(requests: pd.DataFrame, coef: np.ndarray) -> np.ndarray:
-    """Each turn's GPU time as the S score estimates it: prefill of its computed tokens + decode estimate."""
+    """Each turn's GPU time as the S score estimates it: prefill of its computed tokens + true decode time."""
     new = requests["prefill_tokens"].to_numpy(dtype=float)
     cached = requests["input_len"].to_numpy(dtype=float) - new
     prefill = np.array([prefill_time_nb(coef, n, c) for n, c in zip(new, cached)])
     return prefill + decode_estimates(coef, requests["input_len"].to_numpy(), requests["output_len"].to_numpy())
 
 
-def _queue_point(rpm: float, router: str, queue: str, seed: int, *, testbed: str, n_instances: int | None,
-                 minutes: float, warmup_frac: float, workload: str = DEFAULT_WORKLOAD, trace: str | None = None,
-                 reference_rpm: float = REFERENCE_RPM, alpha: float = 1.0, gamma: float = 1.0) -> dict:
-    """One closed-replay simulation -> the figure's metrics (a sweep point)."""
-    from ..cluster.simulate import simulate
-
-    discipline = QueueDiscipline(queue, alpha=float(alpha), gamma=float(gamma))
-    cluster = paper_cluster(testbed, n_instances=n_instances, replay="closed", queue=discipline)
-    if trace is not None:
-        served = trace_workload(trace, cluster.n_instances, minutes, float(rpm))
-    else:
-        served = agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm), preset=workload,
-                                reference_rpm=float(reference_rpm))
-    result = simulate(served, cluster, router, load=1.0, seed=seed, progress=False)
-    t0, t1 = float(served.arrival.min()), float(served.arrival.max())
-    since = t0 + warmup_frac * (t1 - t0)
-    summary = result.summary(since=since)
-    rq = result.measured(since)
-    wait = (rq["admit"] - rq["arrival"]).to_numpy()
-    admitted = ~np.isnan(wait)
-    est = gpu_time(rq, cluster.hardware_spec().coef_array)
-    long = est >= np.quantile(est[admitted], LONG_QUANTILE) if admitted.any() else np.zeros(len(rq), bool)
-    out = {k: summary[k] for k in (*METRICS, *_EXTRA)}
-    out["long_wait_p99"] = float(np.percentile(wait[long & admitted], 99)) if (long & admitted).any() else np.nan
-    out["short_wait_p99"] = float(np.percentile(wait[~long & admitted], 99)) if (~long & admitted).any() else np.nan
-    return out
-
-
 def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24.0, long_every: float = 4.0,
                       short: tuple[int, int] = (600, 30), long: tuple[int, int] = (12_000, 300),
-                      block_size: int = 256) -> Workload:
+                      block_size: int = 256, output_sigma: float = 0.0) -> Workload:
     """Single-turn requests: Poisson short turns (``short_rate``/s) and a long one every ``long_every`` s.
 
-    ``short`` / ``long`` are (prompt tokens, output tokens); no two requests share a block.
+    ``short`` / ``long`` are (prompt tokens, median output tokens); with ``output_sigma`` > 0 each output is
+    log-normal around its median (drawn from a stream of its own: the arrivals stay those of sigma 0), so a
+    decode estimate from past outputs can be wrong where the oracle is not. No two requests share a block.
     """
     if not (duration > 0 and short_rate > 0 and long_every > 0):
         raise ValueError(f"duration, short_rate and long_every must be > 0, got {duration}, {short_rate}, {long_every}")
@@ -105,126 +103,199 @@ def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24
     input_len = np.where(is_long, long[0], short[0]).astype(np.int64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(-(-input_len // block_size), out=offsets[1:])
-    return Workload(arrival=arrival, input_len=input_len, output_len=np.where(is_long, long[1], short[1]),
+    output = np.where(is_long, long[1], short[1]).astype(float)
+    if output_sigma > 0:
+        output *= np.random.default_rng([seed, 1]).lognormal(0.0, output_sigma, n)
+    return Workload(arrival=arrival, input_len=input_len, output_len=np.maximum(np.round(output), 1).astype(np.int64),
                     session=np.arange(n), turn=np.ones(n, dtype=np.int64), parent=np.full(n, -1), gap=np.zeros(n),
                     block_offsets=offsets, block_ids=np.arange(offsets[-1]), block_size=block_size,
                     name="short-long-stream")
 
 
-def _stream_point(alpha: float, gamma: float, seed: int, *, short_rate: float, duration: float,
-                  long_every: float) -> dict:
-    """The ``smetric-score`` discipline on one instance fed :func:`short_long_stream` (a sweep point)."""
+def _discipline(queue: str, estimator: str) -> QueueDiscipline:
+    if queue == "fcfs":
+        return QueueDiscipline("fcfs")
+    return QueueDiscipline(queue, beta=PRIORITY_BETA, estimator=estimator)
+
+
+def _measure(result, served: Workload, since: float) -> dict:
+    """The figure's metrics of one run, over the requests scheduled at or after ``since``."""
+    summary = result.summary(since=since)
+    kpis = result.kpis(since=since)
+    rq = result.measured(since)
+    wait = (rq["admit"] - rq["arrival"]).to_numpy()
+    admitted = ~np.isnan(wait)
+    est = gpu_time(rq, result.cluster.hardware_spec().coef_array)
+    long = est >= np.quantile(est[admitted], LONG_QUANTILE) if admitted.any() else np.zeros(len(rq), bool)
+    done = (rq["status"] == "completed").to_numpy()
+    latency = (rq["finish"] - rq["arrival"]).to_numpy()
+    high = served.priority[rq.index.to_numpy()] > 1.0
+
+    def mean(mask):
+        return float(latency[mask].mean()) if mask.any() else np.nan
+
+    high_lat, normal_lat = mean(done & high), mean(done & ~high)
+    return {
+        "session_time_mean": summary["session_time_mean"], "session_time_p99": summary["session_time_p99"],
+        "latency_p50": summary["latency_p50"], "latency_p99": summary["latency_p99"],
+        "queue_wait_p99": summary["queue_wait_p99"], "queue_wait_max": summary["queue_wait_max"],
+        "long_wait_p99": float(np.percentile(wait[long & admitted], 99)) if (long & admitted).any() else np.nan,
+        "short_wait_p99": float(np.percentile(wait[~long & admitted], 99)) if (~long & admitted).any() else np.nan,
+        "high_latency_mean": high_lat, "normal_latency_mean": normal_lat,
+        "tier_ratio": high_lat / normal_lat if normal_lat > 0 else np.nan,
+        "goodput_tps": summary["goodput_tps"], "throughput_tps": summary["throughput_tps"],
+        "n_sessions_completed": summary["n_sessions_completed"], "sessions_per_s": kpis["sessions_per_s"],
+        "gpu_busy_cv_instances": kpis["gpu_busy_cv_instances"],
+        "estimator_mae_s": summary.get("estimator_mae_s", np.nan),
+    }
+
+
+def _stream_point(short_rate: float, queue: str, estimator: str, share: float, seed: int, *, duration: float,
+                  long_every: float, output_sigma: float, warmup_frac: float) -> dict:
+    """One queue configuration on one 30B instance fed :func:`short_long_stream` (a sweep point)."""
     from ..cluster.simulate import simulate
 
-    workload = short_long_stream(seed, duration, short_rate, long_every)
-    cluster = paper_cluster("30b", n_instances=1, global_store=None,
-                            queue=QueueDiscipline("smetric-score", alpha=float(alpha), gamma=float(gamma)))
-    result = simulate(workload, cluster, "round-robin", seed=seed, progress=False)
-    rq = result.requests
-    wait = (rq["admit"] - rq["arrival"]).to_numpy()
-    long = (rq["input_len"] == rq["input_len"].max()).to_numpy()
-    summary = result.summary()
-    return {"long_wait_p99": float(np.percentile(wait[long], 99)), "long_wait_max": float(wait[long].max()),
-            "short_wait_p99": float(np.percentile(wait[~long], 99)), "short_wait_mean": float(wait[~long].mean()),
-            "sessions_starved_frac": summary["sessions_starved_frac"], "throughput_tps": summary["throughput_tps"]}
+    served = with_priority(short_long_stream(seed, duration, short_rate, long_every, output_sigma=output_sigma),
+                           share, seed=seed)
+    cluster = paper_cluster("30b", n_instances=1, global_store=None, queue=_discipline(queue, estimator))
+    result = simulate(served, cluster, "round-robin", seed=seed, progress=False)
+    return _measure(result, served, warmup_frac * duration)
 
 
-def _check(disciplines: Sequence[str], loads: Sequence[float], warmup_frac: float) -> None:
-    unknown = [q for q in disciplines if q not in DISCIPLINES]
-    if unknown:
-        raise ValueError(f"unknown queue disciplines {unknown}; known: {list(DISCIPLINES)}")
-    if not loads or min(loads) <= 0:
-        raise ValueError(f"loads must be positive requests/min/instance, got {list(loads)}")
+def _cluster_point(rpm: float, queue: str, estimator: str, share: float, seed: int, *, n_instances: int,
+                   minutes: float, warmup_frac: float, workload: str, router: str, reference_rpm: float) -> dict:
+    """One queue configuration on the 30B testbed (open replay) fed the agent workload (a sweep point)."""
+    from ..cluster.simulate import simulate
+
+    cluster = paper_cluster("30b", n_instances=n_instances, replay="open", queue=_discipline(queue, estimator))
+    served = with_priority(agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm),
+                                          preset=workload, reference_rpm=float(reference_rpm)), share, seed=seed)
+    result = simulate(served, cluster, router, seed=seed, progress=False)
+    t0, t1 = float(served.arrival.min()), float(served.arrival.max())
+    return _measure(result, served, t0 + warmup_frac * (t1 - t0))
+
+
+def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[int], warmup_frac: float) -> None:
+    if not regimes or min(regimes) <= 0:
+        raise ValueError(f"loads must be positive, got {list(regimes)}")
+    if not shares or min(shares) < 0 or max(shares) > 1:
+        raise ValueError(f"high-priority shares must lie in [0, 1], got {list(shares)}")
+    if len(seeds) < 1:
+        raise ValueError("at least one seed is needed")
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
 
 
-def discipline_comparison(loads: Sequence[float] = (36.0, 48.0, 56.0),
-                          routers: Sequence[str] = ("smetric", "least-load"),
-                          disciplines: Sequence[str] = DISCIPLINES, seeds: Sequence[int] = (0, 1), *,
-                          testbed: str = "30b", n_instances: int | None = None, minutes: float = 10.0,
-                          warmup_frac: float = 0.25, workload: str = DEFAULT_WORKLOAD, trace: str | None = None,
-                          jobs: int | None = None) -> pd.DataFrame:
-    """Tidy frame: one row per (rpm, router, queue, seed) with :data:`METRICS` and the starvation columns.
+def _grid(loads, shares, seeds, load_key):
+    """Seed outermost: consecutive points share a seed's generated workload (setups' cache)."""
+    return [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
+            for seed in seeds for x in loads for q, e in QUEUES for s in shares]
 
-    ``workload`` (a preset or real trace; every load thinned from one generation at the top load) or
-    ``trace`` (a timestamped file replayed at each load) is served.
-    """
-    _check(disciplines, loads, warmup_frac)
+
+def stream_comparison(short_rates: Sequence[float] = (16.0, 22.0), shares: Sequence[float] = (0.0, 0.2),
+                      seeds: Sequence[int] = tuple(range(8)), *, duration: float = 60.0, long_every: float = 4.0,
+                      output_sigma: float = 1.0, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
+    """Tidy frame: one row per (short_rate, queue, estimator, share, seed) of the single-instance stream."""
+    _check(short_rates, shares, seeds, warmup_frac)
+    shared = dict(duration=float(duration), long_every=float(long_every), output_sigma=float(output_sigma),
+                  warmup_frac=float(warmup_frac))
+    df = sweep(_grid(short_rates, shares, seeds, "short_rate"), _stream_point, shared=shared, jobs=jobs,
+               on_error="raise")
+    return df.assign(part="stream", workload="short-long-stream",
+                     regime=[f"{r:g} shorts/s" for r in df["short_rate"]])
+
+
+def cluster_comparison(loads: Sequence[float] = (64.0, 80.0), shares: Sequence[float] = (0.0, 0.2),
+                       seeds: Sequence[int] = tuple(range(8)), *, n_instances: int = 4, minutes: float = 3.0,
+                       warmup_frac: float = 0.25, workload: str = DEFAULT_WORKLOAD, router: str = "smetric",
+                       jobs: int | None = None) -> pd.DataFrame:
+    """Tidy frame: one row per (rpm, queue, estimator, share, seed) of the 30B testbed in open replay."""
+    _check(loads, shares, seeds, warmup_frac)
     if workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
-    grid = {"rpm": [float(x) for x in loads], "router": list(routers), "queue": list(disciplines),
-            "seed": list(seeds)}
-    shared = dict(testbed=testbed, n_instances=n_instances, minutes=minutes, warmup_frac=warmup_frac,
-                  workload=workload, trace=trace, reference_rpm=float(max(loads)))
-    return sweep(grid, _queue_point, shared=shared, jobs=jobs, on_error="raise")
-
-
-def weight_sweep(alphas: Sequence[float] = (0.0, 1.0, 10.0, 100.0), gammas: Sequence[float] = (0.0, 1.0, 10.0),
-                 seeds: Sequence[int] = (0, 1), *, short_rate: float = 24.0, duration: float = 120.0,
-                 long_every: float = 4.0, jobs: int | None = None) -> pd.DataFrame:
-    """Tidy frame: long- and short-turn queue waits of ``smetric-score`` for every (alpha, gamma, seed)."""
-    if min(alphas) < 0 or min(gammas) < 0:
-        raise ValueError(f"weights must be >= 0, got alphas {list(alphas)}, gammas {list(gammas)}")
-    grid = {"alpha": [float(a) for a in alphas], "gamma": [float(g) for g in gammas], "seed": list(seeds)}
-    shared = dict(short_rate=float(short_rate), duration=float(duration), long_every=float(long_every))
-    return sweep(grid, _stream_point, shared=shared, jobs=jobs, on_error="raise")
+    shared = dict(n_instances=int(n_instances), minutes=float(minutes), warmup_frac=float(warmup_frac),
+                  workload=workload, router=router, reference_rpm=float(max(loads)))
+    df = sweep(_grid(loads, shares, seeds, "rpm"), _cluster_point, shared=shared, jobs=jobs, on_error="raise")
+    return df.assign(part="cluster", workload=workload, regime=[f"{r:g} rpm/inst" for r in df["rpm"]])
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Seed means per (``workload`` where ``df`` has one, rpm, router, queue) of the figure's metrics and the
-    starvation columns."""
-    cols = [c for c in (*METRICS, "session_time_p99", "sessions_starved_frac", "throughput_tps") if c in df]
-    keys = [*(["workload"] if "workload" in df.columns else []), "rpm", "router", "queue"]
-    return df.groupby(keys, sort=False)[cols].mean().reset_index()
+    """Seed means per (part, workload, regime, share, queue, estimator) of the figure's metrics."""
+    cols = [c for c in (*METRICS, "session_time_p99", "short_wait_p99", "queue_wait_p99", "high_latency_mean",
+                        "normal_latency_mean", "estimator_mae_s") if c in df]
+    return df.groupby(_KEYS, sort=False)[cols].mean().reset_index()
 
 
-def _alpha_axis(ax, ylabel: str) -> None:
-    ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlim(left=0.0)
-    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
-    ax.set(xlabel="urgency weight alpha", ylabel=ylabel)
+def _paired(df: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
+    """Per point (every non-FCFS configuration) and seed: the promise's gain, paired with FCFS of that seed."""
+    keys = ["part", "workload", "regime", "share"]
+    base = df[df["queue"] == "fcfs"].set_index([*keys, "seed"])[metric]
+    rows = df[df["queue"] != "fcfs"]
+    ref = base.reindex(pd.MultiIndex.from_frame(rows[[*keys, "seed"]])).to_numpy(dtype=float)
+    ours = rows[metric].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(ref > 0, 1.0 - ours / ref if how == "lower" else ours / ref - 1.0, np.nan)
+    return rows[[*keys, "queue", "estimator", "seed"]].assign(gain=gain)
 
 
-def plot_queue_discipline(df: pd.DataFrame, weights: pd.DataFrame):
-    """One row per workload: the four metrics vs load (colour = discipline, dashes = router); last row: the
-    weight sweep."""
+def _label(key: tuple) -> str:
+    part, workload, regime, share, queue, estimator = key
+    return f"{workload}, {regime}, high share {share:g}, {queue}/{estimator}"
+
+
+def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
+    """The blueprint's promises judged by the verdict rules: one row per promise point (module docstring).
+
+    Columns: ``figure, claim_id`` and :func:`~smetric.experiments.verdicts.point_table`'s, ``claim_verdict``
+    (the weakest point's), ``reason`` (the promise and how its gain is taken). A seed whose gain is undefined
+    (FCFS's value 0, an empty tier) is left out of that point's n.
+    """
+    parts = []
+    for claim, (words, paper_text, metric, how) in PROMISES.items():
+        paper = PaperValue("upper bound", ((STARVATION_BOUND, STARVATION_BOUND),), paper_text) \
+            if how == "ratio" else parse_paper_value(paper_text)
+        gains = _paired(df, metric, how).dropna(subset=["gain"])
+        groups = [(key, g) for key, g in gains.groupby(_KEYS, sort=False) if len(g) >= 2]
+        if not groups:
+            continue
+        intervals = [gain_interval(g["gain"]) for _, g in groups]
+        table = point_table(paper, [iv.mean for iv in intervals], [iv.low for iv in intervals],
+                            [iv.high for iv in intervals], [iv.n for iv in intervals],
+                            [_label(key) for key, _ in groups],
+                            ["fcfs"] * len(groups))
+        how_text = {"lower": f"per seed 1 - {metric} / fcfs's", "ratio": f"per seed {metric} / fcfs's - 1"}[how]
+        table.insert(0, "claim_id", claim)
+        table.insert(0, "figure", "fig12")
+        table["claim_verdict"] = combine_verdicts(list(table["verdict"]))
+        table["reason"] = f"blueprint promise: {words}; {how_text}; paired per workload seed, 95 % t-interval, " \
+                          f"Holm over the {len(groups)} points"
+        parts.append(table)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def plot_queue_discipline(df: pd.DataFrame):
+    """One row of panels per (part, workload): the four metrics per regime (colour = queue/estimator, panels'
+    x = regime; high-priority share 0.2 where run, else the first share)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     from ..plotting import set_style
-    from .workload_rows import workload_frames
 
     set_style()
-    frames = workload_frames(df)
-    fig, axes = plt.subplots(len(frames) + 1, 4, figsize=(17, 3.75 * (len(frames) + 1)), squeeze=False)
-    for i, (workload, frame) in enumerate(frames):
-        plot = frame.assign(goodput_tps=frame["goodput_tps"] / 1e3)
+    frame = df.assign(config=df["queue"] + "/" + df["estimator"], goodput_tps=df["goodput_tps"] / 1e3)
+    rows = list(frame.groupby(["part", "workload"], sort=False))
+    fig, axes = plt.subplots(len(rows), 4, figsize=(18, 3.9 * len(rows)), squeeze=False)
+    order = [f"{q}/{e}" for q, e in QUEUES]
+    for i, ((part, workload), g) in enumerate(rows):
+        share = 0.2 if (g["share"] == 0.2).any() else g["share"].min()
+        g = g[g["share"] == share]
         for ax, (metric, label) in zip(axes[i], METRICS.items()):
-            sns.lineplot(data=plot, x="rpm", y=metric, hue="queue", style="router", markers=True, errorbar=None,
-                         ax=ax, legend=i == 0 and ax is axes[0][0])
-            ax.set(xlabel="offered load (requests/min/instance)", ylabel=label, title=workload)
-            if metric in ("queue_wait_max", "latency_p99") and (plot[metric] > 0).all():
-                ax.set_yscale("log")
-            elif metric in ("queue_wait_max", "latency_p99"):  # a load that never queued (a wait of 0)
-                ax.set_yscale("symlog", linthresh=1.0)
-                ax.set_ylim(bottom=0.0)
-    w = weights.melt(id_vars=["alpha", "gamma", "seed"], value_vars=["long_wait_p99", "short_wait_p99"],
-                     var_name="turns", value_name="wait")
-    w["turns"] = w["turns"].map({"long_wait_p99": "long turns (12k-token prompts)", "short_wait_p99": "short turns"})
-    for ax, turns in zip(axes[-1][:2], sorted(w["turns"].unique())):
-        sns.lineplot(data=w[w["turns"] == turns], x="alpha", y="wait", hue="gamma", marker="o", errorbar=None,
-                     palette="viridis", ax=ax)
-        _alpha_axis(ax, f"queue wait p99 (s): {turns}")
-    for ax, metric, label in ((axes[-1][2], "short_wait_mean", "short turns: mean queue wait (s)"),
-                              (axes[-1][3], "throughput_tps", "throughput (k tokens/s)")):
-        data = weights.assign(throughput_tps=weights["throughput_tps"] / 1e3)
-        sns.lineplot(data=data, x="alpha", y=metric, hue="gamma", marker="o", errorbar=None, palette="viridis", ax=ax)
-        _alpha_axis(ax, label)
-    fig.suptitle("Queue disciplines inside an instance. Top row(s), one per workload: 30B testbed, closed replay, "
-                 "fcfs vs S-score vs MLFQ under two routers.\nLast row: S-score weights (alpha: urgency 1/E[T], "
-                 "gamma: waiting time) on one instance fed short turns past its capacity and a long turn every few "
-                 "seconds")
+            sns.barplot(data=g, x="regime", y=metric, hue="config", hue_order=order, errorbar=("ci", 95), ax=ax,
+                        legend=i == 0 and metric == "session_time_mean")
+            ax.set(xlabel="", ylabel=label, title=f"{part}: {workload} (high share {share:g})")
+    fig.suptitle("Queue disciplines where queues form (30B): fcfs vs S-score vs MLFQ, oracle vs linear decode "
+                 "estimate. Bars: seed means, 95 % bootstrap intervals over the workload seeds (unpaired; the "
+                 "seed-paired verdicts are in fig12_claims.csv)")
     fig.tight_layout()
     return fig
 
@@ -233,39 +304,22 @@ def _change(new: float, old: float) -> str:
     return f"{(new / old - 1.0):+.1%}" if old else "n/a"
 
 
-def queue_findings(df: pd.DataFrame, weights: pd.DataFrame) -> list[str]:
-    """Plain-text findings: what each discipline buys over FCFS (per workload, router and load), and the weight
-    trade-off."""
+def queue_findings(df: pd.DataFrame, claims: pd.DataFrame) -> list[str]:
+    """Plain-text findings: each configuration's seed means against FCFS, then each promise's verdicts."""
     table = comparison_table(df)
-    if "workload" not in table.columns:
-        table.insert(0, "workload", "")
     lines = []
-    for (workload, rpm, router), g in table.groupby(["workload", "rpm", "router"], sort=False):
+    for (_, workload, regime, share), g in table.groupby(["part", "workload", "regime", "share"], sort=False):
         base = g[g["queue"] == "fcfs"].iloc[0]
         for _, row in g[g["queue"] != "fcfs"].iterrows():
-            where = f"{workload}, " if workload else ""
             lines.append(
-                f"{where}{rpm:g} rpm/inst, {router}: {row['queue']} vs fcfs: session time "
-                f"{_change(row['session_time_mean'], base['session_time_mean'])}, "
-                f"p99 turn latency {_change(row['latency_p99'], base['latency_p99'])}, "
-                f"max wait {row['queue_wait_max']:.0f} s vs {base['queue_wait_max']:.0f} s, "
-                f"goodput {_change(row['goodput_tps'], base['goodput_tps'])}")
-    for workload, g in table.groupby("workload", sort=False):
-        fcfs = g[g["queue"] == "fcfs"].set_index(["rpm", "router"])[list(METRICS)]
-        others = [q.set_index(["rpm", "router"])[list(METRICS)] for _, q in g[g["queue"] != "fcfs"].groupby("queue")]
-        if others and all(q.reindex(fcfs.index).equals(fcfs) for q in others):
-            lines.append(f"{workload or 'the workload'}: every discipline equals fcfs exactly (seed means of "
-                         f"{', '.join(METRICS)}) at every load and router: no discipline changed what is measured here")
-    w = weights.groupby(["alpha", "gamma"])[["long_wait_p99", "short_wait_mean", "throughput_tps"]].mean()
-    g_min = w.index.get_level_values("gamma").min()
-    urgency = w.xs(g_min, level="gamma")
-    best = w["long_wait_p99"].idxmin()
-    worst = w["long_wait_p99"].idxmax()
-    lines.append(
-        f"weights (one instance, shorts past capacity): with gamma={g_min:g} long turns wait "
-        f"{urgency['long_wait_p99'].min():.1f}-{urgency['long_wait_p99'].max():.1f} s (p99) for alpha in "
-        f"{list(urgency.index)}; the shortest long-turn wait, {w.loc[best, 'long_wait_p99']:.1f} s, is at "
-        f"alpha={best[0]:g}, gamma={best[1]:g}, where short turns wait {w.loc[best, 'short_wait_mean']:.2f} s on "
-        f"average instead of {w.loc[worst, 'short_wait_mean']:.2f} s (alpha={worst[0]:g}, gamma={worst[1]:g}); "
-        f"throughput {_change(w.loc[best, 'throughput_tps'], w.loc[worst, 'throughput_tps'])}")
+                f"{workload}, {regime}, high share {share:g}: {row['queue']}/{row['estimator']} vs fcfs: session time "
+                f"{_change(row['session_time_mean'], base['session_time_mean'])}, long-turn p99 wait "
+                f"{row['long_wait_p99']:.1f} s vs {base['long_wait_p99']:.1f} s, high/normal latency "
+                f"{row['tier_ratio']:.3f} vs {base['tier_ratio']:.3f}, goodput "
+                f"{_change(row['goodput_tps'], base['goodput_tps'])}"
+                + (f", estimator MAE {row['estimator_mae_s']:.3f} s" if np.isfinite(row["estimator_mae_s"]) else ""))
+    for claim, g in claims.groupby("claim_id", sort=False) if len(claims) else []:
+        counts = g["verdict"].value_counts().to_dict()
+        lines.append(f"{claim} ({PROMISES[claim][0]}): {g['claim_verdict'].iloc[0]} overall; points: "
+                     + ", ".join(f"{v} {n}" for v, n in counts.items()))
     return lines

@@ -47,6 +47,7 @@ from scipy import special
 from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload
 from .fanout import FanOut
+from .priority import HIGH_PRIORITY, with_priority
 
 __all__ = [
     "AGENT", "AGENT_TARGETS", "BAILIAN_CODER", "BAILIAN_CODER_TARGETS", "CHAT", "CHAT_TARGETS", "DEFAULT_PRESET",
@@ -104,6 +105,10 @@ class SessionWorkloadConfig:
     block_size: int = 512
     name: str = "synthetic-agent"
     fanout: FanOut | None = None           # sub-agents / parallel calls (smetric.workload.fanout); None: none
+    # priority tiers (smetric.workload.priority): the share of high-priority sessions (None: every session
+    # has priority 1, the draws of a config without tiers) and their priority (an assumption, see there)
+    high_priority_share: float | None = None
+    high_priority: float = HIGH_PRIORITY
 
     def __post_init__(self) -> None:
         if (self.session_rate is None) == (self.requests_per_minute is None):
@@ -115,7 +120,7 @@ class SessionWorkloadConfig:
                 continue
             if f.name.endswith("_sigma") or f.name == "system_prompt_zipf":
                 ok = v >= 0
-            elif f.name == "long_gap_prob":
+            elif f.name in ("long_gap_prob", "high_priority_share"):
                 ok = 0 <= v <= 1
             else:
                 ok = v > 0
@@ -524,11 +529,14 @@ def synth_workload(config: SessionWorkloadConfig, n_sessions: int | None = None,
                                    epoch_base, bs, epoch_base[-1] + pos,  # fresh tail id: the request's rank
                                    *(rows_of[k][rows] for k in ("fork_blocks", "fork_epoch", "sib_blocks",
                                                                 "sib_epoch")))
-    return Workload(
+    workload = Workload(
         arrival=arrival[rows], input_len=input_len, output_len=output[rows], session=session_of[rows],
         turn=turn[rows], parent=parent, gap=np.where(parent >= 0, gap[rows], 0.0), block_offsets=offsets,
         block_ids=block_ids, block_size=bs, priority=np.ones(len(rows)), name=c.name, join_to=join_to,
     )
+    if c.high_priority_share is None:
+        return workload
+    return with_priority(workload, c.high_priority_share, c.high_priority, seed)
 
 
 def with_overrides(config: SessionWorkloadConfig, **overrides) -> SessionWorkloadConfig:
