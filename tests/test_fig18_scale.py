@@ -75,6 +75,7 @@ def test_rules_need_two_sizes():
 
 def test_scale_runs_validates_its_inputs():
     common = {"n_instances": (2,), "loads": {"knee": 51.0}, "replicas": (1,), "replica_loads": (),
+              "every_policy_loads": ("knee",),
               "testbed": "30b", "workload": "bailian-coder", "warmup_s": 10.0, "measured_s": 10.0}
     with pytest.raises(ValueError, match="disjoint"):
         scale.scale_runs(policies=("smetric", "lmetric"), seeds=(0, 1), screening_seeds=(1,), **common)
@@ -99,6 +100,7 @@ def test_fig18_claims_stay_out_of_the_paper_claims_table(tmp_path):
 @pytest.fixture(scope="module")
 def small_run():
     return scale.scale_runs(n_instances=(2, 4), loads={"knee": 51.0}, replicas=(1, 2), replica_loads=("knee",),
+                            every_policy_loads=("knee",),
                             policies=("smetric", "least-load"), seeds=(0, 1), screening_seeds=(100,),
                             testbed="30b", workload="bailian-coder", warmup_s=15.0, measured_s=15.0, jobs=1)
 
