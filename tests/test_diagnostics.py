@@ -15,7 +15,7 @@ from smetric.cluster.simulate import simulate
 
 DIAGNOSTIC_KEYS = {"imbalance_waiting_time_avg", "imbalance_running_time_avg", "n_followups_routed",
                    "followup_moved_share", "local_reuse_opportunity_tokens", "local_reuse_lost_moved_share",
-                   "local_reuse_lost_stayed_share"}
+                   "local_reuse_lost_stayed_share", "queued_prefill_max_mean", "hottest_instance_share"}
 
 
 def _hand_built() -> SimResult:
@@ -23,12 +23,15 @@ def _hand_built() -> SimResult:
 
     r1 (child of r0) stays on 0: opportunity min(100 + 28, 160) = 128, local hits 96 -> 32 lost (stayed).
     r3 (child of r2) moves 1 -> 0: opportunity min(64 + 10, 100) = 74 -> 64 (whole blocks), hits 0 -> 64 lost.
+    Queued prefill (arrival <= t < first token; r3 never gets one) at t = 0, 1, 2: instance 0 holds 100, 64,
+    64 + 52; instance 1 holds 0, 64, 0.
     """
     requests = pd.DataFrame({
         "request": [0, 1, 2, 3], "session": [0, 0, 1, 1], "turn": [0, 1, 0, 1], "parent": [-1, 0, -1, 2],
         "instance": [0, 0, 1, 0], "scheduled": [0.0, 1.0, 0.5, 2.0],
         "input_len": [100, 160, 64, 100], "output_len": [28, 5, 10, 5],
         "hit_hbm": [0, 64, 0, 0], "hit_dram": [0, 32, 0, 0], "hit_global": [0, 0, 0, 48],
+        "arrival": [0.0, 1.0, 0.5, 2.0], "first_token": [0.5, 2.5, 1.5, np.nan], "prefill_tokens": [100, 64, 64, 52],
     })
     instances = pd.DataFrame({"instance": [0, 1, 2], "role": ["prefill", "prefill", "decode"]})
     # waiting: max over instances (2, 0, 1), mean (1, 0, 1) -> 3 / 2; the decode instance never counts
@@ -49,12 +52,17 @@ def test_definitions_on_a_hand_built_run():
     assert d["local_reuse_opportunity_tokens"] == 128 + 64
     assert d["local_reuse_lost_moved_share"] == pytest.approx(64 / 192)   # global hits do not count as local
     assert d["local_reuse_lost_stayed_share"] == pytest.approx(32 / 192)
+    # queued prefill: max over instances (100, 64, 116), mean (50, 64, 58) -> 280 / 172
+    assert d["queued_prefill_max_mean"] == pytest.approx(280 / 172)
+    assert d["hottest_instance_share"] == pytest.approx(216 / 280)  # instance 0 computed 100 + 64 + 52 of 280
 
 
 def test_since_drops_early_requests_and_samples():
     d = _hand_built().diagnostics(since=1.5)
     assert d["n_followups_routed"] == 1 and d["followup_moved_share"] == 1.0
     assert d["imbalance_waiting_time_avg"] == pytest.approx(1.0)
+    assert d["queued_prefill_max_mean"] == pytest.approx(116 / 58)  # the sample at t = 2 counts r1 (before since)
+    assert d["hottest_instance_share"] == 1.0  # only r3 is measured
 
 
 def test_summary_keys_are_unchanged_by_the_diagnostics():

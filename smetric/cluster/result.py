@@ -43,6 +43,14 @@ figures store wholesale; ``smetric simulate --json`` prints both):
   sums them over moved follow-ups, ``local_reuse_lost_stayed_share`` over those that stayed (eviction), both
   over the total opportunity of the follow-ups (``local_reuse_opportunity_tokens``).
 
+* **queued prefill over time** -- an instance's queued prefill at a time-series sample is the prefill tokens
+  (prompt minus cache hits) of the requests routed to it (every request, measured or not) that arrived at or
+  before the sample and had not produced their first token (a chunk already computed still counts: an upper
+  bound of the work left); ``queued_prefill_max_mean`` is the time average of its maximum over the routable
+  instances over the time average of its mean (the ratio-of-time-averages form of the two above);
+* **hottest instance's share** -- the largest share of the measured requests' prefill tokens computed on one
+  routable instance (``hottest_instance_share``; 1/N when perfectly even, N times it is max/mean).
+
 * **estimator error** -- with a ranked discipline and an estimator other than ``oracle``,
   ``estimator_mae_s`` is the mean absolute difference between the decode estimate the discipline used
   and the true decode time (the oracle's), over the admitted requests (the key exists only then).
@@ -93,6 +101,23 @@ def _span(requests: pd.DataFrame, until: str = "finish") -> float:
 
 def _rate(amount: float, window: float) -> float:
     return float(amount) / window if window > 0 else float("nan")
+
+
+def _queued_prefill(rq: pd.DataFrame, instances: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(instances, samples) prefill tokens queued at each sample ``times[k]``: requests routed to the instance
+    with ``arrival <= t < first_token`` (no first token: queued to the end), each counting its ``prefill_tokens``."""
+    out = np.zeros((len(instances), len(times) + 1))
+    if not len(times):
+        return out[:, :0]
+    routed = rq[rq["instance"].isin(instances)]
+    row = np.searchsorted(instances, routed["instance"].to_numpy())
+    amount = routed["prefill_tokens"].to_numpy(dtype=float)
+    start = np.searchsorted(times, routed["arrival"].to_numpy(dtype=float), side="left")
+    first = routed["first_token"].to_numpy(dtype=float)
+    stop = np.where(np.isnan(first), len(times), np.searchsorted(times, first, side="left"))
+    np.add.at(out, (row, start), amount)
+    np.add.at(out, (row, stop), -amount)
+    return np.cumsum(out, axis=1)[:, :-1]
 
 
 def _sessions(rq: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -272,6 +297,9 @@ class SimResult:
         opportunity = held // bs * bs
         lost = np.maximum(opportunity - child["hit_hbm"].to_numpy() - child["hit_dram"].to_numpy(), 0)
         total = float(opportunity.sum())
+        queued = _queued_prefill(self.requests, routable, np.sort(ts["time"].unique()))
+        mean_queued = float(queued.mean()) if queued.size else 0.0
+        prefill = rq[rq["instance"].isin(routable)].groupby("instance")["prefill_tokens"].sum()
         return {
             "imbalance_waiting_time_avg": over_time("waiting"),
             "imbalance_running_time_avg": over_time("running"),
@@ -280,6 +308,10 @@ class SimResult:
             "local_reuse_opportunity_tokens": int(total),
             "local_reuse_lost_moved_share": float(lost[moved].sum()) / total if total else float("nan"),
             "local_reuse_lost_stayed_share": float(lost[~moved].sum()) / total if total else float("nan"),
+            "queued_prefill_max_mean": (float(queued.max(axis=0).mean()) / mean_queued if mean_queued > 0
+                                        else float("nan")),
+            "hottest_instance_share": (float(prefill.max()) / float(prefill.sum()) if prefill.sum() > 0
+                                       else float("nan")),
         }
 
     def kpis(self, since: float | None = None) -> dict:

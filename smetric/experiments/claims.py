@@ -156,10 +156,12 @@ def tidy_claims(measured: pd.DataFrame) -> pd.DataFrame:
 
 def collect_claims(outdir: str | Path | None = None) -> pd.DataFrame:
     """Join every ``figNN_claims.csv`` with the paper's table into the tidy ``claims.csv`` (unchecked claims
-    stay listed, verdict ``not checked``)."""
+    stay listed, verdict ``not checked``). Only the paper's claims are joined, with the columns
+    :func:`record_claims` writes: a figure's own claims (fig18's scale rules) stay in its file."""
     out = Path(outdir) if outdir is not None else figures_dir()
-    parts = [pd.read_csv(p, dtype={"point": str, "comparator": str}) for p in
-             sorted(out.glob("fig[0-9][0-9]_claims.csv"))]
+    parts = [frame.loc[frame["claim_id"].isin(paper_claims().index), ["figure", *_COLUMNS]] for frame in
+             (pd.read_csv(p, dtype={"point": str, "comparator": str})
+              for p in sorted(out.glob("fig[0-9][0-9]_claims.csv")))]
     measured = (pd.concat(parts, ignore_index=True) if parts
                 else pd.DataFrame(columns=["figure", *_COLUMNS]))
     paper = paper_claims().reset_index()
