@@ -115,7 +115,24 @@ def test_params_validate():
         fig17.Params.preset(True, policies=("smetric", "lmetric"))
     with pytest.raises(ValueError, match="probe_start"):
         fig17.Params.preset(True, workloads=("toolagent",))
-    assert set(fig17.Params().axes) == {"burstiness", "refresh", "replicas", "information"}
+    assert set(fig17.Params().axes) == {"burstiness", "refresh", "replicas", "information", "fan-out",
+                                        "context growth"}
+
+
+def test_fan_out_and_context_levels_resolve_and_name_their_workloads():
+    from smetric.workload.context import CONTEXT_VARIANTS
+    from smetric.workload.fanout import fitted_fanout
+
+    levels = dict(hs.AXES["fan-out"])
+    _, workload = hs.resolve(levels["10 % of turns spawn"], "smetric")
+    assert workload["fanout"].spawn_prob == 0.1
+    assert workload["fanout"].children_probs == fitted_fanout("claude-code").children_probs
+    assert hs.resolve(levels["measured (claude-code)"], "smetric")[1]["fanout"] == fitted_fanout("claude-code")
+    assert hs.applies(levels["sub-agents split off"], "claude-code")
+    assert not hs.applies(levels["sub-agents split off"], "bailian-coder")
+    assert hs.applies(dict(hs.AXES["refresh"])["1 s"], "bailian-coder")  # no `only`: every workload
+    context = dict(hs.AXES["context growth"])["claude-measured compaction"]
+    assert hs.resolve(context, "smetric")[1] == CONTEXT_VARIANTS["claude-measured"]
 
 
 def test_the_trace_takes_a_bursty_start_process_and_keeps_its_poisson_draws():

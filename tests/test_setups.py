@@ -70,16 +70,16 @@ def test_a_real_trace_is_a_workload_and_unknown_names_are_refused():
 
 
 def test_the_claude_code_trace_takes_the_subagents_option():
-    """Sub-agents as separate sessions (the figures' FIGURE_SUBAGENTS, until the engine joins) or attached (fan-out
-    children in their conversation's session, the loader's default)."""
+    """Sub-agents attached (fan-out children in their conversation's session: the loader's default and the
+    figures' FIGURE_SUBAGENTS) or as separate sessions."""
     from smetric.experiments.setups import FIGURE_SUBAGENTS, trace_conversations
 
-    assert FIGURE_SUBAGENTS == "separate" and trace_conversations("claude-code").subagents == "separate"
-    separate = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code")
-    attached = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", subagents="attached")
+    assert FIGURE_SUBAGENTS == "attached" and trace_conversations("claude-code").subagents == "attached"
+    separate = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", subagents="separate")
+    attached = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code")
     assert (separate.join_to == -1).all() and len(separate) > 0 and len(attached) > 0  # thinned by session: not paired
-    assert trace_conversations("claude-code", "attached").subagents == "attached"
-    with pytest.raises(ValueError, match="only the subagents option"):
+    assert trace_conversations("claude-code", "separate").subagents == "separate"
+    with pytest.raises(ValueError, match="only the subagents and arrival options"):
         agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", block_size=16)
 
 

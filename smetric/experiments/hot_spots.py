@@ -8,7 +8,10 @@ moves one mechanism at a time from the same point. Override keys:
   ``data/presets/arrivals.json``; :func:`~smetric.experiments.robustness.arrival_process`);
 * ``router`` -- the router information model: :class:`~smetric.cluster.router_info.RouterInfo` fields applied to
   every policy, or ``"as-deployed"`` (each policy with its sourced preset, ``data/routers/as_deployed.json``);
-* ``workload`` -- further generator fields of the workload preset (``SessionWorkloadConfig``).
+* ``workload`` -- further generator fields of the workload preset (``SessionWorkloadConfig``), or a trace's loader
+  options (``subagents``); ``fanout`` is ``NAME`` (the fan-out measured on trace ``NAME``,
+  ``data/presets/fanout.json``) or ``NAME@P`` (the same with spawn probability ``P`` per turn);
+* ``only`` -- the workloads the level applies to (a mechanism a workload does not have is not run there).
 
 One run (:func:`run_level`) is one workload, one level and one seed: every policy at one offered load, with the
 summary and the mechanism diagnostics (``SimResult.diagnostics``) of the measured window.
@@ -20,10 +23,11 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from ..workload.context import CONTEXT_VARIANTS
 from .verdicts import PaperValue, gain_interval, point_table
 
-__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "resolve", "levels", "run_level", "gains", "judge",
-           "point_label"]
+__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "fanout_of", "resolve", "levels", "run_level",
+           "gains", "judge", "point_label"]
 
 #: The label of the testbed default (the first level of every axis).
 DEFAULT = "default"
@@ -36,7 +40,12 @@ DEFAULT = "default"
 #: 1 s (AIBrix's gateway metrics cache, aibrix #2569), 5 s (SGLang's power-of-two load poll, sgl-model-gateway
 #: power_of_two.rs), prefix hits from KV events at once; replicas -- router replicas each seeing only its own
 #: dispatches, requests spread uniformly or by session hash (issue 21: production deployments run several);
-#: information -- each policy with its sourced "as deployed" preset.
+#: information -- each policy with its sourced "as deployed" preset; fan-out -- the sub-agent fan-out measured on
+#: the Claude Code trace (data/presets/fanout.json: 0.078 % of its conversations' calls spawn, 1-3 sub-agents of ~11
+#: calls), the same with 10 % of turns spawning (an assumption: a stress level, no source measures it), and on the
+#: trace itself its sub-agents split into sessions of their own (the default keeps them attached and joined);
+#: context growth -- bailian-coder's 14k compaction cap (an assumption, about the public p99 prompt) replaced by the
+#: threshold and summary measured on the Claude Code trace (data/presets/compaction.json).
 AXES: dict[str, tuple[tuple[str, dict], ...]] = {
     "burstiness": ((DEFAULT, {}), ("gamma (azure-code)", {"arrival": "azure-code:gamma"}),
                    ("mmpp (azure-code)", {"arrival": "azure-code:mmpp"})),
@@ -46,10 +55,13 @@ AXES: dict[str, tuple[tuple[str, dict], ...]] = {
                  *((f"{k} {how}", {"router": {"router_replicas": k, "replica_assignment": how}})
                    for how in ("uniform", "session") for k in (4, 8))),
     "information": ((DEFAULT, {}), ("as deployed", {"router": "as-deployed"})),
-    # Two more entries go here when their mechanisms are merged (issue 21, items 2 and 3): "fan-out" (parallel
-    # tool calls and sub-agents, SessionWorkloadConfig.fanout; the Claude Code trace with its sub-agents attached)
-    # and "context growth" (contexts past the 14k cap, compaction), each a default level and its levels'
-    # overrides as above.
+    "fan-out": ((DEFAULT, {}),
+                ("measured (claude-code)", {"workload": {"fanout": "claude-code"}, "only": ("bailian-coder",)}),
+                ("10 % of turns spawn", {"workload": {"fanout": "claude-code@0.1"}, "only": ("bailian-coder",)}),
+                ("sub-agents split off", {"workload": {"subagents": "separate"}, "only": ("claude-code",)})),
+    "context growth": ((DEFAULT, {}),
+                       ("claude-measured compaction", {"workload": CONTEXT_VARIANTS["claude-measured"],
+                                                       "only": ("bailian-coder",)}),),
 }
 
 #: The mechanism diagnostics kept beside each point (``SimResult.diagnostics`` keys).
@@ -57,7 +69,7 @@ DIAGNOSTICS = ("imbalance_waiting_time_avg", "imbalance_running_time_avg", "foll
                "local_reuse_lost_moved_share")
 #: The comparators of every point: the best baseline (fixed on the screening seeds), then named baselines.
 COMPARATORS = ("best", "lmetric", "dynamo")
-_KEYS = ("arrival", "router", "workload")
+_KEYS = ("arrival", "router", "workload", "only")
 
 
 def levels(axes: Mapping[str, Sequence]) -> list[tuple[str, str, dict]]:
@@ -89,6 +101,8 @@ def resolve(overrides: Mapping, policy: str) -> tuple[dict, dict]:
     from .robustness import arrival_process, router_info
 
     cluster, workload = {}, dict(overrides.get("workload", {}))
+    if isinstance(workload.get("fanout"), str):
+        workload["fanout"] = fanout_of(workload["fanout"])
     if "arrival" in overrides:
         workload["arrival"] = arrival_process(overrides["arrival"])
     router = overrides.get("router")
@@ -97,6 +111,22 @@ def resolve(overrides: Mapping, policy: str) -> tuple[dict, dict]:
     elif router is not None:
         cluster["router"] = RouterInfo(**router)
     return cluster, workload
+
+
+def fanout_of(spec: str):
+    """The :class:`~smetric.workload.fanout.FanOut` of ``NAME`` or ``NAME@P`` (module docstring)."""
+    import dataclasses
+
+    from ..workload.fanout import fitted_fanout
+
+    name, _, prob = spec.partition("@")
+    fan = fitted_fanout(name)
+    return dataclasses.replace(fan, spawn_prob=float(prob)) if prob else fan
+
+
+def applies(overrides: Mapping, workload: str) -> bool:
+    """Whether a level runs on ``workload`` (its ``only`` list, when it has one, names it)."""
+    return "only" not in overrides or workload in overrides["only"]
 
 
 def run_level(workload: str, axis: str, level: str, seed: int, *, overrides: Mapping[tuple[str, str], dict],

@@ -573,7 +573,7 @@ def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORK
     ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
 
     Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
-    prefix shared with its parent conversation, separate sessions in the figures: ``setups.FIGURE_SUBAGENTS``)
+    prefix shared with its parent conversation, when the sub-agents are separate sessions: ``setups.FIGURE_SUBAGENTS``)
     counts only when both are drawn.
     """
     if not (isinstance(n_sessions, int) and n_sessions > 0):

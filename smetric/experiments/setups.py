@@ -123,11 +123,11 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
                                 requests_per_minute=rate, **dict(overrides))
 
 
-#: How the figures map a real trace's sub-agents (``smetric.workload.kvcache_tester``): ``"separate"`` (each a
-#: session of its own, the figures' numbers so far) until the engine releases a joined turn after its children
-#: (``Workload.join_to``: attached, the joined call's gap counts from the last sub-agent's end, so a replay
-#: without the join would release it early) and the figures are re-run with ``"attached"``, the loader's default.
-FIGURE_SUBAGENTS = "separate"
+#: How the figures map a real trace's sub-agents (``smetric.workload.kvcache_tester``): ``"attached"`` (the
+#: loader's default: each sub-agent's calls stay in its conversation's session and the conversation's next call
+#: joins its last one, ``Workload.join_to``, which closed replay waits for) or ``"separate"`` (each a session of
+#: its own, the figures' numbers up to session 5).
+FIGURE_SUBAGENTS = "attached"
 
 
 def load_figure_trace(name: str, **options) -> Workload:

@@ -18,9 +18,13 @@ The same rules are applied, in the CSV only, to the gains over LMetric and over 
 starts vs the Gamma-renewal and MMPP processes fitted to the Azure 2023 code trace), router refresh interval
 (exact vs 50 ms / 1 s / 5 s snapshots of the engine state and KV utilisation), router replicas (1 vs 4 and 8,
 requests spread uniformly or by session hash) and the "as deployed" information model (each policy with its
-sourced preset). No diurnal level: the measured windows are minutes long, and no shipped trace spans a day to
-fit an amplitude (data/presets/arrivals.json), so a diurnal profile would only shift the offered rate, which the
-load already sets. Fan-out and context growth join as two more entries of ``AXES`` when they are merged.
+sourced preset), fan-out (on ``bailian-coder`` the sub-agent fan-out measured on the Claude Code trace, and
+the same with 10 % of turns spawning; on the trace its sub-agents split off into sessions of their own, the
+default keeping them attached and joined) and context growth (``bailian-coder``'s 14k compaction cap replaced by
+the threshold and summary measured on the Claude Code trace; the trace has no cap). A level that names its
+workloads (``only``) runs on those alone. No diurnal level: the measured windows are minutes long, and no
+shipped trace spans a day to fit an amplitude (data/presets/arrivals.json), so a diurnal profile would only
+shift the offered rate, which the load already sets.
 
 **Setup.** The 30B testbed on 16 instances (half the paper's 32, to fit the budget: sessions per instance, and so
 the per-instance load, do not depend on the count), ``bailian-coder`` over a 2-minute window and the Claude Code
@@ -77,7 +81,8 @@ class Params(FigureParams):
     @classmethod
     def quick(cls) -> Params:
         return cls(axes={"burstiness": hs.AXES["burstiness"][::2], "refresh": hs.AXES["refresh"][::2],
-                         "replicas": hs.AXES["replicas"][:2], "information": hs.AXES["information"]},
+                         "replicas": hs.AXES["replicas"][:2], "information": hs.AXES["information"],
+                         "fan-out": hs.AXES["fan-out"][::2], "context growth": hs.AXES["context growth"]},
                    policies=("smetric", "lmetric", "dynamo", "llm-d"), n_instances=4, minutes=1.0,
                    trace_minutes=3.0, seeds=(0, 1), screening_seeds=(100,))
 
@@ -125,7 +130,7 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
               "policies": tuple(p.policies), "screening": tuple(p.screening_seeds), "minutes": _minutes(p),
               "n_instances": p.n_instances, "warmup_frac": p.warmup_frac}
     grid = [{"workload": w, "axis": a, "level": lab, "seed": int(s)}
-            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, _ in lv]
+            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, o in lv if hs.applies(o, w)]
     results = sweep(grid, hs.run_level, shared=shared, jobs=jobs, on_error="raise")
     table = judge(results, p.screening_seeds)
     return table.assign(anchor_rpm=table["workload"].map(anchors), rpm_per_instance=table["workload"].map(rpm))
