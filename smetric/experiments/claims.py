@@ -213,15 +213,18 @@ def _paper_text(r: pd.Series) -> str:
 
 
 def _comparative_table(table: pd.DataFrame, measured: str) -> list[str]:
-    lines = [f"| claim | point | fig | paper | vs | {measured} | p (Holm) | MDE % | verdict (uncorrected) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| claim | point | fig | paper | vs | {measured} | p (Holm) | MDE % | paper detectable | "
+             "verdict (uncorrected) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         paper = _paper_text(r)
+        flag = r.get("paper_detectable")
+        detectable = "—" if pd.isna(flag) else "yes" if str(flag) == "True" else "**no**"
         ci = f"{_pct(r['gain_mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] ({int(r['n_seeds'])})"
         corrected = "" if r["verdict"] == r["verdict_uncorrected"] else f" ({r['verdict_uncorrected']})"
         lines.append(f"| {r['claim_id']} | {r['point'] if pd.notna(r['point']) else ''} | {r['figure'][3:]} | "
                      f"{paper} | {r['comparator'] if pd.notna(r['comparator']) else ''} | {ci} | "
-                     f"{r['p_adjusted']:.3f} | {100 * r['mde']:.1f} | {_bold(r['verdict'])}{corrected} |")
+                     f"{r['p_adjusted']:.3f} | {100 * r['mde']:.1f} | {detectable} | "
+                     f"{_bold(r['verdict'])}{corrected} |")
     return lines
 
 
@@ -233,7 +236,8 @@ def readme_tables(claims: pd.DataFrame, second_row: pd.DataFrame | None = None) 
     desc = claims[~claims.index.isin(comp.index)]
     out = ["Comparative claims, one row per point (gain % of SMETRIC, or of the router the claim names, "
            "over the comparator `vs`, paired 95 % t-interval over the seeds; p Holm-adjusted within the claim; "
-           "MDE = the gain detectable with 80 % power at two-sided 5 %):", "",
+           "MDE = the gain detectable with 80 % power at two-sided 5 %; paper detectable: the paper's gain is at "
+           "least the MDE, — for bounds and conditions, whose rule tests no paper gain):", "",
            *_comparative_table(comp, "gain % [95 % CI] (n)"), "",
            "Descriptive claims (band rule; the band and its source in `data/paper_claims.csv`):", "",
            "| claim | fig | paper | band | measured | verdict |", "|---|---|---|---|---|---|"]
