@@ -89,3 +89,22 @@ def test_claims_csv_is_tidy():
     assert (comparative["p_adjusted"] >= comparative["p_value"] - 1e-12).all()
     c12 = comparative[comparative["claim_id"] == "C12_gain_vs_load"]
     assert c12["comparator"].nunique() == 1 and len(c12) == 4  # one comparator at every load
+    # one comparator per claim, fixed before the comparison (C12's loads, C15's testbeds, C17's conditions)
+    assert (comparative.groupby("claim_id")["comparator"].nunique() == 1).all()
+    gains = comparative[comparative["rule"] == "gain"]  # each says whether the paper's value was detectable
+    assert gains["paper_detectable"].notna().all()
+    assert (gains["paper_detectable"].astype(str) == (gains[["paper_low", "paper_high"]].abs().min(axis=1)
+                                                      >= gains["mde"]).astype(str)).all()
+
+
+def test_comparative_figures_fix_their_comparator_on_disjoint_screening_seeds():
+    """Every committed per-seed CSV of a figure whose claim picks a comparator holds screening rows (baselines only:
+    never the judged router, least-load for C9, SMETRIC elsewhere) on seeds none of its compared rows use."""
+    judged = {"fig03_global_tier_sweep": "least-load", "fig06_tps_vs_load": "smetric",
+              "fig07_pd_disaggregation": "smetric", "fig08_latency": "smetric", "fig10_sensitivity": "smetric"}
+    for name, ours in judged.items():
+        df = pd.read_csv(FIGURES / f"{name}.csv")
+        screen = df[df["screen_seed"]]
+        assert not screen.empty, name
+        assert ours not in set(screen["policy"]), name
+        assert not set(screen["seed"]) & set(df.loc[~df["screen_seed"], "seed"]), name

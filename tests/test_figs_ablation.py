@@ -167,9 +167,14 @@ def test_sensitivity_summary_relative_to_default_and_best(sensitivity_frame):
     base = peak_goodput(sensitivity_frame[sensitivity_frame["policy"] != "smetric"], ["slo_scale", "policy", "seed"])
     ours = peak_goodput(sensitivity_frame[sensitivity_frame["policy"] == "smetric"],
                         ["param_hit_ratio", "param_slack", "slo_scale", "seed"])
+    # one comparator for the claim (no screening rows here: chosen on these seeds), the best under the paper's SLO
+    paper_slo = sensitivity_frame[(sensitivity_frame["slo_scale"] == 1.0) & (sensitivity_frame["policy"] != "smetric")]
+    curve = paper_slo.groupby(["policy", "rpm_per_instance"])["goodput_tps"].mean()
+    comparator = curve.groupby(level="policy").max().idxmax()
+    assert set(summary["best_baseline"]) == {comparator}
     for row in summary.itertuples():
         means = base.xs(row.slo_scale, level="slo_scale").groupby(level="policy").mean()
-        assert row.best_baseline == means.idxmax() and row.best_baseline_peak == pytest.approx(means.max())
+        assert row.best_baseline_peak == pytest.approx(means[comparator])
         key = {"hit_ratio": (row.value, 1.0, 1.0), "slack": (0.5, row.value, 1.0), "slo_scale": (0.5, 1.0, row.value)}
         mine = ours.loc[key[row.knob]]
         theirs = base.xs((row.slo_scale, row.best_baseline), level=("slo_scale", "policy"))

@@ -159,9 +159,10 @@ def collect_claims(outdir: str | Path | None = None) -> pd.DataFrame:
     stay listed, verdict ``not checked``). Only the paper's claims are joined, with the columns
     :func:`record_claims` writes: a figure's own claims (fig18's scale rules) stay in its file."""
     out = Path(outdir) if outdir is not None else figures_dir()
-    parts = [frame.loc[frame["claim_id"].isin(paper_claims().index), ["figure", *_COLUMNS]] for frame in
-             (pd.read_csv(p, dtype={"point": str, "comparator": str})
-              for p in sorted(out.glob("fig[0-9][0-9]_claims.csv")))]
+    frames = (pd.read_csv(p, dtype={"point": str, "comparator": str})
+              for p in sorted(out.glob("fig[0-9][0-9]_claims.csv")))
+    kept = (frame[frame["claim_id"].isin(paper_claims().index)] for frame in frames)
+    parts = [frame[["figure", *_COLUMNS]] for frame in kept if len(frame)]  # fig12's/fig18's own rules stay out
     measured = (pd.concat(parts, ignore_index=True) if parts
                 else pd.DataFrame(columns=["figure", *_COLUMNS]))
     paper = paper_claims().reset_index()
@@ -215,15 +216,18 @@ def _paper_text(r: pd.Series) -> str:
 
 
 def _comparative_table(table: pd.DataFrame, measured: str) -> list[str]:
-    lines = [f"| claim | point | fig | paper | vs | {measured} | p (Holm) | MDE % | verdict (uncorrected) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| claim | point | fig | paper | vs | {measured} | p (Holm) | MDE % | paper detectable | "
+             "verdict (uncorrected) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         paper = _paper_text(r)
+        flag = r.get("paper_detectable")
+        detectable = "—" if pd.isna(flag) else "yes" if str(flag) == "True" else "**no**"
         ci = f"{_pct(r['gain_mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] ({int(r['n_seeds'])})"
         corrected = "" if r["verdict"] == r["verdict_uncorrected"] else f" ({r['verdict_uncorrected']})"
         lines.append(f"| {r['claim_id']} | {r['point'] if pd.notna(r['point']) else ''} | {r['figure'][3:]} | "
                      f"{paper} | {r['comparator'] if pd.notna(r['comparator']) else ''} | {ci} | "
-                     f"{r['p_adjusted']:.3f} | {100 * r['mde']:.1f} | {_bold(r['verdict'])}{corrected} |")
+                     f"{r['p_adjusted']:.3f} | {100 * r['mde']:.1f} | {detectable} | "
+                     f"{_bold(r['verdict'])}{corrected} |")
     return lines
 
 
@@ -235,7 +239,8 @@ def readme_tables(claims: pd.DataFrame, second_row: pd.DataFrame | None = None) 
     desc = claims[~claims.index.isin(comp.index)]
     out = ["Comparative claims, one row per point (gain % of SMETRIC, or of the router the claim names, "
            "over the comparator `vs`, paired 95 % t-interval over the seeds; p Holm-adjusted within the claim; "
-           "MDE = the gain detectable with 80 % power at two-sided 5 %):", "",
+           "MDE = the gain detectable with 80 % power at two-sided 5 %; paper detectable: the paper's gain is at "
+           "least the MDE, — for bounds and conditions, whose rule tests no paper gain):", "",
            *_comparative_table(comp, "gain % [95 % CI] (n)"), "",
            "Descriptive claims (band rule; the band and its source in `data/paper_claims.csv`):", "",
            "| claim | fig | paper | band | measured | verdict |", "|---|---|---|---|---|---|"]

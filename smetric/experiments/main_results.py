@@ -43,6 +43,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .screening import (
+    SCREEN_SEEDS,
+    check_screen_seeds,
+    screen_rank,
+    screened_comparator,
+    screening_note,
+    split_screening,
+)
 from .setups import BASELINES, DEFAULT_WORKLOAD, TESTBEDS, agent_workload, offered_point, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_value, seed_peaks
@@ -132,17 +140,13 @@ def _grid(panel: tuple, policies: Sequence[str], loads: Sequence[float], seeds: 
 
 def _screen_rank(screen: pd.DataFrame) -> pd.DataFrame:
     """Per panel and baseline: the peak over loads of its goodput averaged over the screening seeds, ranked."""
-    mean = screen.groupby([*_PANEL, "policy", "rpm_per_instance"], as_index=False, sort=False)["goodput_tps"].mean()
-    peak = mean.groupby([*_PANEL, "policy"], as_index=False, sort=False)["goodput_tps"].max()
-    peak = peak.rename(columns={"goodput_tps": "screen_peak_goodput"})
-    peak["rank"] = peak.groupby(_PANEL)["screen_peak_goodput"].rank(ascending=False, method="first").astype(int)
-    return peak.sort_values([*_PANEL, "rank"]).reset_index(drop=True)
+    return screen_rank(screen, by=_PANEL)
 
 
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DEFAULT_WORKLOAD,
                 trace: str | None = None, loads: Mapping[str, Sequence[float]],
                 second_workload: str | None = None, second_loads: Mapping[str, Sequence[float]] | None = None,
-                policies: Sequence[str] = ("smetric", *BASELINES), screen_seeds: Sequence[int] = (100, 101),
+                policies: Sequence[str] = ("smetric", *BASELINES), screen_seeds: Sequence[int] = SCREEN_SEEDS,
                 n_keep: int = 4, seeds: Sequence[int] = tuple(range(8)), minutes: Mapping[str, float] | float = 10.0,
                 n_instances: Mapping[str, int] | None = None,
                 sensitivity: Mapping[str, Sequence[float]] | None = None, warmup_frac: float = 0.25,
@@ -162,9 +166,7 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
     _check_names(testbeds, policies)
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError("policies must hold smetric and at least one baseline")
-    if set(screen_seeds) & set(seeds) or not screen_seeds:
-        raise ValueError(f"screen_seeds {list(screen_seeds)} must be non-empty and disjoint from the comparison "
-                         f"seeds {list(seeds)} (a comparator chosen on the seeds it is judged on is biased)")
+    check_screen_seeds(screen_seeds, seeds)
     if n_keep < 1:
         raise ValueError(f"n_keep must be >= 1, got {n_keep}")
     windows = minutes if isinstance(minutes, Mapping) else {t: minutes for t in testbeds}
@@ -343,15 +345,19 @@ def split_name(split: Sequence[int]) -> str:
 def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *, splits: Sequence[Sequence[int]],
                        loads: Sequence[float], seeds: Sequence[int] = tuple(range(8)), minutes: float = 10.0,
                        workload: str = DEFAULT_WORKLOAD, trace: str | None = None, warmup_frac: float = 0.25,
-                       jobs: int | None = None) -> pd.DataFrame:
+                       screen_seeds: Sequence[int] = (), jobs: int | None = None) -> pd.DataFrame:
     """Fig. 7: the 30B testbed disaggregated into each (prefill, decode) split of ``splits``, over ``loads``.
 
     One row per (split, policy, load, seed) with every summary metric (``prefill_tps`` is the figure of
-    merit) and ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance.
+    merit) and ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance. The baselines
+    alone also run on ``screen_seeds`` (disjoint from ``seeds``; ``screen_seed`` marks those rows), where the
+    split and its comparator are fixed (:func:`split_table`).
     """
     _check_names(["30b"], policies)
     if not splits:
         raise ValueError("splits must not be empty")
+    if screen_seeds:
+        check_screen_seeds(screen_seeds, seeds)
     label = trace if trace is not None else workload
     setups, points = {}, []
     for split in splits:
@@ -361,19 +367,22 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
         paper_cluster("30b", n_instances=n_prefill + n_decode, **overrides)  # a bad split fails here
         setups[("30b", label, name)] = _setup("30b", workload, trace, loads, minutes, n_prefill + n_decode,
                                               cluster_overrides=overrides)
+        points += _grid(("30b", label, name), [p for p in policies if p != "smetric"], loads, screen_seeds)
         points += _grid(("30b", label, name), policies, loads, seeds)
     out = _run(points, setups, warmup_frac, jobs).rename(columns={"variant": "split"})
     parts = out["split"].str.extract(r"(\d+)P\+(\d+)D").astype(int)
-    return out.assign(n_prefill=parts[0], n_decode=parts[1])
+    return out.assign(n_prefill=parts[0], n_decode=parts[1], screen_seed=out["seed"].isin(list(screen_seeds)))
 
 
-def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps"):
+def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = False):
     """The PD split choice (:func:`~smetric.experiments.robustness.choose_setup`; default the goodput rule): the
-    split whose best baseline has the highest seed-mean peak ``choose_by``, chosen without SMETRIC's rows; the table
-    gives SMETRIC's paired peak prefill-TPS gain and its verdict (C14) in every split."""
+    split whose best baseline has the highest seed-mean peak ``choose_by`` and each split's comparator, fixed on the
+    screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
+    ``each=True``, over every baseline) and its verdict (C14) in every split."""
     from .robustness import choose_setup
 
-    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by, paper=_paper("C14_pd_prefill"))
+    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by, paper=_paper("C14_pd_prefill"),
+                        each=each)
 
 
 # ---------------------------------------------------------------------------------------- fig. 8
@@ -402,27 +411,35 @@ def _latency_point(policy: str, seed: int, *, workloads: dict, cluster, warmup_f
 def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), testbed: str = "30b",
                           rpm_per_instance: float = 48.0, minutes: float = 10.0, n_instances: int | None = None,
                           seeds: Sequence[int] = tuple(range(8)), workload: str = DEFAULT_WORKLOAD,
-                          trace: str | None = None, warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
+                          trace: str | None = None, warmup_frac: float = 0.25, screen_seeds: Sequence[int] = (),
+                          jobs: int | None = None) -> pd.DataFrame:
     """Fig. 8: TTFT (s) and TPOT (ms) quantiles per policy and seed at one offered load.
 
     One row per (policy, seed, metric, quantile) with ``value`` and the point's ``goodput_tps``,
     ``slo_attainment``, ``n_requests``, ``n_unfinished`` (requests never finished have no TPOT; those
-    never prefilled no TTFT: both are excluded from the quantiles and counted in ``n_unfinished``).
+    never prefilled no TTFT: both are excluded from the quantiles and counted in ``n_unfinished``), and
+    ``screen_seed``: the baselines alone also run on ``screen_seeds`` (disjoint from ``seeds``), where the
+    comparator of C16 is fixed (:func:`latency_changes`; :mod:`~smetric.experiments.screening`).
     """
     _check_names([testbed], policies)
     if len(set(seeds)) != len(seeds) or not seeds:
         raise ValueError(f"seeds must be distinct and non-empty, got {list(seeds)}")
+    if screen_seeds:
+        check_screen_seeds(screen_seeds, seeds)
     cluster = paper_cluster(testbed, n_instances=n_instances)
     rpm = float(rpm_per_instance)
-    workloads = {int(s): (trace_workload(trace, cluster.n_instances, float(minutes), rpm) if trace is not None else
-                          agent_workload(cluster.n_instances, float(minutes), int(s), rpm_per_instance=rpm,
-                                         preset=workload)) for s in seeds}
-    out = sweep([{"policy": p, "seed": int(s)} for s in seeds for p in policies], _latency_point,
-                shared={"workloads": workloads, "cluster": cluster, "warmup_frac": warmup_frac}, jobs=jobs,
-                on_error="raise")
+    every = [*map(int, screen_seeds), *map(int, seeds)]
+    workloads = {s: (trace_workload(trace, cluster.n_instances, float(minutes), rpm) if trace is not None else
+                     agent_workload(cluster.n_instances, float(minutes), s, rpm_per_instance=rpm, preset=workload))
+                 for s in every}
+    grid = [{"policy": p, "seed": int(s)} for s in screen_seeds for p in policies if p != "smetric"]
+    grid += [{"policy": p, "seed": int(s)} for s in seeds for p in policies]
+    out = sweep(grid, _latency_point, shared={"workloads": workloads, "cluster": cluster, "warmup_frac": warmup_frac},
+                jobs=jobs, on_error="raise")
     out.insert(0, "testbed", testbed)
     out.insert(1, "workload", trace if trace is not None else workload)
     out.insert(3, "rpm_per_instance", rpm)
+    out["screen_seed"] = out["seed"].isin([int(s) for s in screen_seeds])
     return out
 
 
@@ -433,7 +450,9 @@ def _quantile_column(metric: str, q: float) -> str:
 
 
 def latency_table(frame: pd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0.99)) -> pd.DataFrame:
-    """p50/p90/p99 of TTFT (s) and TPOT (ms) per policy (seed means), with goodput and SLO attainment."""
+    """p50/p90/p99 of TTFT (s) and TPOT (ms) per policy (seed means over the compared seeds, never a screening
+    seed), with goodput and SLO attainment."""
+    frame = split_screening(frame)[1]
     picked = frame[np.isin(frame["quantile"], np.round(quantiles, 3))]
     wide = picked.pivot_table(index="policy", columns=["metric", "quantile"], values="value", aggfunc="mean",
                               sort=False)
@@ -442,24 +461,31 @@ def latency_table(frame: pd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0
     return wide.join(extra).sort_values("goodput_tps", ascending=False).reset_index()
 
 
-def latency_changes(frame: pd.DataFrame, quantile: float = 0.5) -> pd.DataFrame:
-    """SMETRIC's relative change of the TPOT and TTFT ``quantile`` vs the best baseline, paired per seed.
+def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = False) -> pd.DataFrame:
+    """SMETRIC's relative change of the TPOT and TTFT ``quantile`` vs the comparator, paired per seed.
 
-    The best baseline is the one with the highest seed-mean goodput at this load (chosen once, not per
-    seed, and not by latency). Columns ``metric, best_baseline, smetric, baseline, gain_mean, ci_low, ci_high,
-    n_seeds`` (``gain`` = smetric / baseline - 1: negative is lower latency).
+    The comparator is the baseline with the highest screening-seed mean goodput at this load
+    (:func:`~smetric.experiments.screening.screened_comparator`: fixed on the screening seeds, not by latency;
+    on the compared seeds themselves when the frame has no screening rows); ``each=True`` gives one row per
+    baseline instead. Columns ``metric, best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds``
+    (``best_baseline``: the comparator, or each baseline; ``gain`` = smetric / baseline - 1: negative is lower
+    latency), the seed-mean ``goodput_tps`` of that baseline on the compared seeds.
     """
     points = frame.drop_duplicates(["policy", "seed"])
-    base = points[points["policy"] != "smetric"].groupby("policy")["goodput_tps"].mean().sort_index()
-    best = str(base.idxmax())
+    best, _ = screened_comparator(points, load=None)
+    _, compared, _ = split_screening(frame)
+    names = sorted(set(compared["policy"]) - {"smetric"}) if each else [best]
+    goodput = compared.drop_duplicates(["policy", "seed"]).groupby("policy")["goodput_tps"].mean()
     rows = []
-    for metric in ("tpot_ms", "ttft_s"):
-        at = frame[(frame["metric"] == metric) & np.isclose(frame["quantile"], quantile)]
-        gains = paired_gains(at, "value", baselines=[best])
-        iv = gain_interval(gains["gain"])
-        rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": best,
-                     "smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
-                     "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n})
+    for name in names:
+        for metric in ("tpot_ms", "ttft_s"):
+            at = compared[(compared["metric"] == metric) & np.isclose(compared["quantile"], quantile)]
+            gains = paired_gains(at, "value", baselines=[name])
+            iv = gain_interval(gains["gain"])
+            rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": name,
+                         "smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
+                         "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
+                         "baseline_goodput_tps": float(goodput[name])})
     return pd.DataFrame(rows)
 
 
@@ -544,8 +570,9 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
     for i, (workload, sub, axes) in enumerate(rows):
         chosen = split_table(sub).chosen
         splits = [chosen, *sorted(s for s in sub["split"].unique() if s != chosen)]
+        shown = split_screening(sub)[1]  # the compared seeds; the screening only fixed the split and comparator
         for j, (ax, split) in enumerate(zip(axes, splits)):
-            _panel(ax, sub[sub["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
+            _panel(ax, shown[shown["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
             ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
                    ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
                    title=row_title(workload, split) + (" (chosen: best baseline goodput)" if j == 0 else ""))
@@ -563,13 +590,15 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
 
 def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: float = 1.0):
     """CDFs of TTFT and TPOT per policy (quantile functions averaged over seeds), SLO lines dashed; one row of
-    panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`), each at its own load."""
+    panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`), each at its own load; the compared
+    seeds only (never a screening seed)."""
     import seaborn as sns
 
     from ..plotting import set_style
     from .workload_rows import row_grid
 
     set_style()
+    frame = split_screening(frame)[1]
     curves = frame.groupby(["workload", "policy", "metric", "quantile"], as_index=False, sort=False)["value"].mean()
     order, palette, sizes = _styles(curves["policy"].unique())
     fig, rows = row_grid(frame, 2, width=12.5, height=4.6)
@@ -677,27 +706,36 @@ def pd_claims(df: pd.DataFrame) -> list[dict]:
     cols = claim_columns([_interval(r)], _paper("C14_pd_prefill"), points=[choice.chosen],
                          comparators=[r["best_baseline"]])
     others = "; ".join(f"{s} {_ci(t)} ({t['verdict']})" for s, t in table.iterrows() if s != choice.chosen)
+    each = split_table(df, each=True).table
+    vs_each = ", ".join(f"{t['best_baseline']} {_ci(t)}" for _, t in each[each["split"] == choice.chosen].iterrows())
     by_prefill = split_table(df, "prefill_tps").chosen
     return [{"claim_id": "C14_pd_prefill", **cols,
              "reproduced": (f"{choice.chosen}: per-seed peak prefill TPS gain {_ci(r)} vs {r['best_baseline']} "
                             f"(v2: +9 % peak)"),
              "reason": (f"split chosen by a rule fixed before looking at SMETRIC: {choice.rule} (goodput, because "
                         f"prefill TPS ignores TPOT and can favour a split that starves the decode pool; the "
-                        f"prefill-TPS rule picks {by_prefill} here); other splits: "
-                        f"{others}; {df['seed'].nunique()} seeds, 95 % t-interval")}]
+                        f"prefill-TPS rule picks {by_prefill} here); comparator = the chosen split's baseline with the "
+                        f"highest seed-mean peak prefill TPS, {screening_note(df)}; in {choice.chosen} vs every "
+                        f"baseline: {vs_each}; other splits (vs their comparator): {others}; n={cols['n_seeds']} "
+                        f"seeds, 95 % t-interval")}]
 
 
 def latency_claims(frame: pd.DataFrame) -> list[dict]:
-    """C16 "no regression": SMETRIC's TPOT p50 change vs the best-goodput baseline, paired per seed, upper bound 0."""
+    """C16 "no regression": SMETRIC's TPOT p50 change vs the comparator (the baseline with the best screening-seed
+    goodput at this load), paired per seed, upper bound 0; the change vs every other baseline is named in the
+    reason."""
     changes = latency_changes(frame).set_index("metric")
     tpot, ttft = changes.loc["tpot_p50_ms"], changes.loc["ttft_p50_s"]
     cols = claim_columns([_interval(tpot)], _paper("C16_latency"), points=["TPOT p50"],
                          comparators=[tpot["best_baseline"]])
+    each = latency_changes(frame, each=True)
+    others = ", ".join(f"{r['best_baseline']} {_ci(r)}" for _, r in each[each["metric"] == "tpot_p50_ms"].iterrows())
     return [{"claim_id": "C16_latency", **cols,
              "reproduced": (f"TPOT p50 {tpot['smetric']:.1f} vs {tpot['best_baseline']} {tpot['baseline']:.1f} ms: "
                             f"{_ci(tpot)}; TTFT p50 {ttft['smetric']:.2f} vs {ttft['baseline']:.2f} s: {_ci(ttft)}"),
              "reason": (f"{frame['testbed'].iloc[0]}, {frame['workload'].iloc[0]} at "
-                        f"{frame['rpm_per_instance'].iloc[0]:g} rpm/instance; best baseline = highest seed-mean "
-                        f"goodput there; relative p50 change paired per seed (n={cols['n_seeds']}, 95 % t-interval); "
-                        "reproduced when the whole TPOT interval is <= 0 (upper bound 0), inconclusive when it "
-                        "straddles 0")}]
+                        f"{frame['rpm_per_instance'].iloc[0]:g} rpm/instance; comparator = the baseline with the "
+                        f"highest seed-mean goodput there, {screening_note(frame)}; relative p50 change paired per "
+                        f"seed (n={cols['n_seeds']}, 95 % t-interval); reproduced when the whole TPOT interval is <= 0 "
+                        f"(upper bound 0), inconclusive when it straddles 0; TPOT p50 change vs every baseline: "
+                        f"{others}")}]
