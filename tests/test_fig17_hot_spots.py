@@ -87,6 +87,15 @@ def test_the_comparator_is_fixed_on_the_screening_seeds_and_the_rules_judge():
     assert list(ruled["verdict"]) == list(gain["verdict"])
 
 
+def test_the_default_levels_comparator_is_held_at_every_level():
+    """Screening rows of another level (if any) do not re-choose it: 'b' wins them, 'a' stays the comparator."""
+    results = _runs(lambda level, s: 0.05, best_screen=5.0, best_test=0.0)
+    other = (results["axis"] == "refresh") & results["seed"].isin([100, 101]) & (results["policy"] == "b")
+    results.loc[other, "goodput_tps"] = 500.0
+    best = hs.gains(results, (100, 101)).query("comparator == 'best'")
+    assert set(best["baseline"]) == {"a"}
+
+
 def test_a_shrinking_gain_is_contradicted_and_claims_record(tmp_path):
     noise = np.random.default_rng(4).normal(0, 0.005, 8)
     ours = lambda level, s: (0.09 if level == hs.DEFAULT else -0.03) + noise[s]  # noqa: E731

@@ -160,15 +160,18 @@ def _comparator(screen: pd.DataFrame) -> str:
 
 def gains(results: pd.DataFrame, screening: Sequence[int], comparators: Sequence[str] = COMPARATORS) -> pd.DataFrame:
     """Per seed (the comparison seeds), workload, level and comparator: SMETRIC's relative goodput gain and both
-    policies' diagnostics. ``best`` is the baseline fixed on the ``screening`` seeds of that workload and level.
+    policies' diagnostics. ``best`` is the baseline fixed on the ``screening`` seeds of that workload at the default
+    level and held at every level (a comparator re-chosen per level would mix its switch into the level's effect).
     Columns ``workload, axis, level, comparator, baseline, seed, gain, smetric_<diag>, baseline_<diag>``."""
     rows = []
+    screened = results["seed"].isin(list(screening))
+    default = results[screened & (results["axis"] == DEFAULT) & (results["policy"] != "smetric")]
+    best = {w: _comparator(screen) for w, screen in default.groupby("workload", sort=False)}
     for (w, axis, level), sub in results.groupby(["workload", "axis", "level"], sort=False):
-        screen = sub[sub["seed"].isin(list(screening)) & (sub["policy"] != "smetric")]
         test = sub[~sub["seed"].isin(list(screening))].set_index(["policy", "seed"])
         ours = test.loc["smetric"]
         for comp in comparators:
-            base = _comparator(screen) if comp == "best" else comp
+            base = best[w] if comp == "best" else comp
             theirs = test.loc[base]
             for seed in ours.index:
                 if not theirs.loc[seed, "goodput_tps"] > 0:

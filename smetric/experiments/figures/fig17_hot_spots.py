@@ -32,8 +32,9 @@ trace (``claude-code``) over 10 minutes (few, long requests: cheap to simulate).
 workload is fixed before SMETRIC runs, by fig14's probe (least-load alone, seed 0, a 1.25x ladder; its goodput
 peak is the anchor and plays the paper's 8x) at ``multiplier`` x anchor / 8 -- by default 9x, just past the
 knee, where hot spots cap TPS -- and held at every level: each axis changes a mechanism, not the load. The
-comparator of each workload and level is fixed on ``screening_seeds`` (disjoint from ``seeds``), where only the
-baselines run: the one with the highest mean goodput; the gains over it are paired per seed (8 seeds).
+comparator of each workload is fixed on ``screening_seeds`` (disjoint from ``seeds``) at the default level, where
+only the baselines run: the one with the highest mean goodput, held at every level of that workload (a comparator
+re-chosen per level would mix its switch into the level's effect); the gains over it are paired per seed (8 seeds).
 The mechanism diagnostics of SMETRIC and of the comparator (imbalance over time of queued prefill and of the
 running batch, the share of follow-ups that left their instance, the local reuse lost by moving) are seed means
 beside each point.
@@ -130,7 +131,8 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
               "policies": tuple(p.policies), "screening": tuple(p.screening_seeds), "minutes": _minutes(p),
               "n_instances": p.n_instances, "warmup_frac": p.warmup_frac}
     grid = [{"workload": w, "axis": a, "level": lab, "seed": int(s)}
-            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, o in lv if hs.applies(o, w)]
+            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, o in lv
+            if hs.applies(o, w) and (a == hs.DEFAULT or s not in p.screening_seeds)]  # screened at the default
     results = sweep(grid, hs.run_level, shared=shared, jobs=jobs, on_error="raise")
     table = judge(results, p.screening_seeds)
     return table.assign(anchor_rpm=table["workload"].map(anchors), rpm_per_instance=table["workload"].map(rpm))
