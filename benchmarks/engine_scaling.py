@@ -71,8 +71,9 @@ def extrapolate(cpu: float, minutes: float, target_minutes: float, exponent: flo
 
 def measure_point(instances: int, minutes: float, full_view: bool = True) -> dict:
     """One point in this process: requests, engine CPU and wall (s) with the routing index (``cpu_s``) and, with
-    ``full_view``, without it (``cpu_full_s``, interleaved: full, indexed, full, indexed; the smaller of each
-    pair's two runs), the index forced on (``cpu_forced_s``, below its threshold only), workload time, memory."""
+    ``full_view``, without it (``cpu_full_s``, interleaved: indexed, full, indexed, full below 2,048 instances; the
+    smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only), workload time,
+    memory."""
     import resource
 
     import numpy as np
@@ -101,7 +102,7 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
         if instances < default_min:
             modes["cpu_forced_s"] = 1
     out, raws = {}, {}
-    for _ in range(2 if full_view else 1):
+    for _ in range(2 if full_view and instances < 2048 else 1):  # one round at the biggest points (minutes each)
         for key, threshold in modes.items():
             wall, cpu, raws[key] = run(threshold)
             out[key] = min(out.get(key, np.inf), cpu)
