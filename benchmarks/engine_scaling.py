@@ -9,6 +9,12 @@ policy ``smetric``. The per-instance load is fixed, so the requests grow with N;
 across these windows assumes CPU grows linearly with the window; the length rows measure that assumption (at 32
 and at 1,024 instances).
 
+Every point runs twice on the same engine input, in one process and interleaved: with the engine's routing index
+(the default: on from ``SPARSE_MIN_INSTANCES`` routable instances) and with the full view rebuilt at each arrival
+(the index forced off: the engine before issue 22), so the before/after ratio of each point is measured on one
+machine state; the two runs' raw results are checked to be identical (the index changes no decision). The
+32-instance point also runs with the index forced on (below its default threshold).
+
 Each point runs in a fresh interpreter, so its peak RSS is its own: ``rss_workload`` is the peak after generating
 the workload and building the engine input (the generator's 6 h of sessions dominate it), ``rss_peak`` after the
 engine ran; ``state`` is the engine's own state arrays.
@@ -24,6 +30,7 @@ Run: ``.venv/bin/python -m benchmarks.engine_scaling [--full-hour]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -62,30 +69,60 @@ def extrapolate(cpu: float, minutes: float, target_minutes: float, exponent: flo
     return cpu * (target_minutes / minutes) ** exponent
 
 
-def measure_point(instances: int, minutes: float) -> dict:
-    """One point in this process: requests, engine CPU and wall (s), workload time, memory (MB)."""
+def measure_point(instances: int, minutes: float, full_view: bool = True) -> dict:
+    """One point in this process: requests, engine CPU and wall (s) with the routing index (``cpu_s``) and, with
+    ``full_view``, without it (``cpu_full_s``, interleaved: indexed, full, indexed, full below 2,048 instances; the
+    smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only), workload time,
+    memory."""
     import resource
 
+    import numpy as np
+
     from benchmarks.common import timed
-    from smetric.cluster.engine import compile_engine, run_engine, state_bytes
+    from smetric.cluster import engine
     from smetric.cluster.inputs import prepare
     from smetric.experiments.setups import agent_workload, paper_cluster
 
-    compile_engine()
+    engine.compile_engine()
     gen_wall, _, inp = timed(lambda: prepare(agent_workload(instances, minutes),
                                              paper_cluster("30b", n_instances=instances), POLICY))
     rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-    wall, cpu, _ = timed(lambda: run_engine(inp))
-    return {"instances": instances, "minutes": minutes, "requests": int(inp.n), "cpu_s": cpu, "wall_s": wall,
-            "workload_s": gen_wall, "state_mb": state_bytes(inp) / 1e6, "rss_workload_mb": rss_workload,
+    default_min = engine.SPARSE_MIN_INSTANCES
+
+    def run(min_instances: int):
+        engine.SPARSE_MIN_INSTANCES = min_instances
+        try:
+            return timed(lambda: engine.run_engine(inp))
+        finally:
+            engine.SPARSE_MIN_INSTANCES = default_min
+
+    modes = {"cpu_s": default_min}
+    if full_view:
+        modes["cpu_full_s"] = 10**9
+        if instances < default_min:
+            modes["cpu_forced_s"] = 1
+    out, raws = {}, {}
+    for _ in range(2 if full_view and instances < 2048 else 1):  # one round at the biggest points (minutes each)
+        for key, threshold in modes.items():
+            wall, cpu, raws[key] = run(threshold)
+            out[key] = min(out.get(key, np.inf), cpu)
+            out[key.replace("cpu", "wall")] = min(out.get(key.replace("cpu", "wall"), np.inf), wall)
+    first = raws["cpu_s"]
+    for key, raw in raws.items():
+        for f in (field.name for field in dataclasses.fields(first)):
+            x, y = np.asarray(getattr(first, f)), np.asarray(getattr(raw, f))
+            if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
+                raise RuntimeError(f"{instances} instances: the {key} run differs from the indexed one in {f}")
+    return {"instances": instances, "minutes": minutes, "requests": int(inp.n), **out,
+            "workload_s": gen_wall, "state_mb": engine.state_bytes(inp) / 1e6, "rss_workload_mb": rss_workload,
             "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
 
 
-def _child_point(instances: int, minutes: float) -> dict:
+def _child_point(instances: int, minutes: float, full_view: bool = True) -> dict:
     """:func:`measure_point` in a fresh interpreter (its own peak RSS)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.engine_scaling", "--point", str(instances), str(minutes)],
-                          capture_output=True, text=True, cwd=root)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.engine_scaling", "--point", str(instances), str(minutes)]
+                          + ([] if full_view else ["--indexed-only"]), capture_output=True, text=True, cwd=root)
     if proc.returncode != 0:
         raise RuntimeError(f"scaling point {instances} instances x {minutes:g} min failed "
                            f"(exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -95,30 +132,38 @@ def _child_point(instances: int, minutes: float) -> dict:
 def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_instances: int = HOUR_INSTANCES,
         hour_lengths=HOUR_LENGTHS, scale_at_32: float = SCALE_MINUTES, full_hour: bool = False) -> list[Row]:
     """Measure every point and return the table rows."""
-    cache: dict[tuple[int, float], dict] = {}
+    cache: dict[tuple[int, float, bool], dict] = {}
 
-    def point(n: int, m: float) -> dict:
-        if (n, m) not in cache:
-            cache[(n, m)] = _child_point(n, m)
-        return cache[(n, m)]
+    def point(n: int, m: float, full_view: bool = False) -> dict:
+        if (n, m, full_view) not in cache:
+            cache[(n, m, full_view)] = _child_point(n, m, full_view)
+        return cache[(n, m, full_view)]
 
     rows: list[Row] = []
-    scale = [point(n, scale_minutes(n, scale_at_32)) for n in instances]
+    scale = [point(n, scale_minutes(n, scale_at_32), True) for n in instances]
     for p in scale:
         g = f"{p['instances']:,} instances"
+        us = lambda key, p=p: 1e6 * p[key] / p["requests"]  # noqa: E731
         rows += [Row(g, f"{p['minutes']:g} min ({p['requests']:,} requests): engine CPU", p["cpu_s"], "s"),
-                 Row(g, "CPU per request", 1e6 * p["cpu_s"] / p["requests"], "µs"),
-                 Row(g, "peak RSS after the workload and engine input", p["rss_workload_mb"], "MB"),
-                 Row(g, "peak RSS after the run", p["rss_peak_mb"], "MB"),
+                 Row(g, "CPU per request (routing index on from its threshold: the default)", us("cpu_s"), "µs"),
+                 Row(g, "CPU per request, full view at every arrival (before issue 22)", us("cpu_full_s"), "µs"),
+                 Row(g, "speed-up of the default over the full view (same run)", p["cpu_full_s"] / p["cpu_s"], "x")]
+        if "cpu_forced_s" in p:
+            rows += [Row(g, "CPU per request, index forced on below its threshold", us("cpu_forced_s"), "µs"),
+                     Row(g, "forced index / full view (same run)", p["cpu_forced_s"] / p["cpu_full_s"], "x")]
+        rows += [Row(g, "peak RSS after the workload and engine input", p["rss_workload_mb"], "MB"),
+                 Row(g, "peak RSS after the runs", p["rss_peak_mb"], "MB"),
                  Row(g, "engine state arrays", p["state_mb"], "MB")]
     n_x = [p["instances"] for p in scale]
-    per_req = [p["cpu_s"] / p["requests"] for p in scale]
-    rows.append(Row("instances", f"exponent of CPU per request vs instances ({n_x[0]}-{n_x[-1]})",
-                    slope(n_x, per_req), "", "<= 0.3"))
     top = [i for i, n in enumerate(n_x) if n >= 256]
-    if len(top) >= 2:
-        rows.append(Row("instances", f"same, {n_x[top[0]]}-{n_x[-1]} only",
-                        slope([n_x[i] for i in top], [per_req[i] for i in top]), "", "<= 0.3"))
+    for key, label in (("cpu_s", "default"), ("cpu_full_s", "full view")):
+        per_req = [p[key] / p["requests"] for p in scale]
+        rows.append(Row("instances", f"exponent of CPU per request vs instances ({n_x[0]}-{n_x[-1]}), {label}",
+                        slope(n_x, per_req), "", "<= 0.3" if key == "cpu_s" else "report"))
+        if len(top) >= 2:
+            rows.append(Row("instances", f"same, {n_x[top[0]]}-{n_x[-1]} only, {label}",
+                            slope([n_x[i] for i in top], [per_req[i] for i in top]), "",
+                            "<= 0.3" if key == "cpu_s" else "report"))
 
     series = [point(32, base_minutes * m) for m in lengths]
     for m, p in zip(lengths, series):
@@ -160,9 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full-hour", action="store_true", help="measure the 1,024-instance hour, not extrapolate")
     parser.add_argument("--point", nargs=2, metavar=("N", "MINUTES"), help=argparse.SUPPRESS)
+    parser.add_argument("--indexed-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point:
-        print(json.dumps(measure_point(int(args.point[0]), float(args.point[1]))))
+        print(json.dumps(measure_point(int(args.point[0]), float(args.point[1]), not args.indexed_only)))
         return 0
     print_rows(run(full_hour=args.full_hour))
     return 0

@@ -218,6 +218,10 @@ completed so far. The closed form and the reference's running sum of iteration t
 rounding (~1e-13 relative); they could order events differently only if an arrival fell within
 that rounding of an iteration end. Finishes come from a per-instance min-heap keyed by
 (finishing iteration, row).
+Routing: for ``smetric`` (engine cache view, fixed rate, ``slo``/``none`` guard) and ``least-load``
+(``in_flight``/``queued_tokens``) from :data:`SPARSE_MIN_INSTANCES` routable instances on, an arrival is decided
+from a block -> holders index of the tiers and min-trees of the load columns instead of the full view, with
+the same decision (section "Indexed routing" below); the reference always rebuilds the full view.
 A candidate that did not fit is not re-examined until the instance's KV state changes (the fit
 test depends on nothing else; with incremental allocation, or until the budget shrinks).
 Incremental allocation: a per-instance heap keyed by (iteration needing the next block, row) feeds step a,
@@ -239,12 +243,15 @@ from numba import njit
 
 from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
 from ..policies import base as pb
+from ..policies import load_only, smetric_policy
 from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
+from ..policies.signals import attention_tokens, new_tokens
 from .abandonment import mark_unreleased
 from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import UNLIMITED, EngineInput
 from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
+from .load_index import holder_link, holder_unlink, new_trees, tree_rebuild, tree_set, tree_size
 from .queueing import FCFS, N_Q, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, rank_nb
 from .result_raw import N_TS, REASON_ABANDONED, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 from .router_info import refresh_period
@@ -258,6 +265,13 @@ INF = np.inf
 NOT_ARRIVED, WAITING, LOADING, PREFILL, DECODE, LEFT = 0, 1, 2, 3, 4, 5
 # instance roles
 COLOCATED, PREFILL_ROLE, DECODE_ROLE = 0, 1, 2
+# routing index modes (d.sparse; see "Indexed routing" below): off, SMETRIC with the attention / token cost model,
+# least-load on in-flight requests / queued prefill tokens
+SP_OFF, SP_SMETRIC_ATTN, SP_SMETRIC_TOKENS, SP_LL_INFLIGHT, SP_LL_QTOKENS = range(5)
+#: the index is used from this many routable instances on (below it the full view is as fast; same decisions)
+SPARSE_MIN_INSTANCES = 64
+#: a prompt block held by at most this many instances bounds the enumerated holders (module "Indexed routing")
+SPARSE_HOLDERS = 32
 
 # ---- per-request int columns (st.ri)
 RI_STATE, RI_INST, RI_DINST, RI_REM, RI_INKV, RI_K1, RI_PRIV, RI_NXT, RI_PRV, RI_JOIN = range(10)
@@ -313,14 +327,16 @@ EngineData = namedtuple("EngineData", [
     "store_total", "node_of", "node_bw",
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
-    "decode_true", "waiter_offsets", "waiters", "abandon", "patience"])
+    "decode_true", "waiter_offsets", "waiters", "abandon", "patience", "sparse", "sp_size",
+    "sp_holders"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
     "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
-    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t", "gone"])
+    "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t", "gone", "sp_tree", "sp_dirty",
+    "sp_list", "sp_meta", "sp_mark", "sp_buf", "sp_val", "sp_stack", "h_head", "h_count", "h_hl", "h_dl"])
 
 
 # ====================================================================== small helpers
@@ -658,6 +674,8 @@ def _dram_spill(d, st, i, block):
         old = st.dends[i, 0]
         lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], old)
         h_delete(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, ds[DS_BLOCK, old])
+        if d.sparse != SP_OFF:
+            holder_unlink(st.h_head[1], st.h_dl, st.h_count, ds[DS_BLOCK, old], i * d.dram_slots + old)
         st.dfree[i, st.ii[i, II_DNFREE]] = old
         st.ii[i, II_DNFREE] += 1
         st.ii[i, II_DSIZE] -= 1
@@ -665,6 +683,8 @@ def _dram_spill(d, st, i, block):
     s = st.dfree[i, st.ii[i, II_DNFREE]]
     ds[DS_BLOCK, s] = block
     h_insert(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block, s)
+    if d.sparse != SP_OFF:
+        holder_link(st.h_head[1], st.h_dl, st.h_count, block, i * d.dram_slots + s)
     if d.kv_delay > 0.0:
         st.seen[d.seen_dram + i * d.dram_slots + s] = st.gf[GF_NOW]
     lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
@@ -700,6 +720,8 @@ def _hbm_insert_pinned(d, st, i, block):
     hs[HS_PREV, slot] = -1
     hs[HS_NEXT, slot] = -1
     h_insert(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block, slot)
+    if d.sparse != SP_OFF:
+        holder_link(st.h_head[0], st.h_hl, st.h_count, block, i * d.hbm_blocks + slot)
     if d.kv_delay > 0.0:
         st.seen[i * d.hbm_blocks + slot] = st.gf[GF_NOW]
     st.ii[i, II_CACHED] += 1
@@ -713,6 +735,8 @@ def _hbm_evict_lru(d, st, i):
     block = hs[HS_BLOCK, slot]
     lru_unlink(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
     h_delete(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
+    if d.sparse != SP_OFF:
+        holder_unlink(st.h_head[0], st.h_hl, st.h_count, block, i * d.hbm_blocks + slot)
     st.hfree[i, st.ii[i, II_NFREE]] = slot
     st.ii[i, II_NFREE] += 1
     st.ii[i, II_CACHED] -= 1
@@ -867,6 +891,7 @@ def _set_queued(d, st, i, r, tok):
     st.ri[r, RI_CTOK] = tok
     st.rf[r, RF_CCOST] = cost
     st.rf[r, RF_CATTN] = attn
+    _sp_touch(d, st, i)
     if tok == 0:
         st.ii[i, II_NQUEUED] -= 1
         if st.ii[i, II_NQUEUED] == 0:
@@ -978,6 +1003,7 @@ def _release(d, st, i, r, generated, t):
     st.ii[i, II_INFLIGHT] -= 1
     if st.ii[i, II_ROLE] != DECODE_ROLE:
         st.rinf[d.replica[r], i] -= 1
+        _sp_touch(d, st, i)
     st.ii[i, II_CTX] -= d.input_len[r] + generated
     st.ri[r, RI_STATE] = LEFT
 
@@ -1542,6 +1568,7 @@ def _refresh(d, st, t):
             st.snap[i, pb.V_N_WAITING] = st.ii[i, II_NWAIT]
             st.snap[i, pb.V_CONTEXT_TOKENS] = ctx
             st.snap[i, pb.V_QUEUED_ATTN] = st.fi[i, FI_QATTN]
+        st.sp_meta[1] = 1  # the routing index reads the snapshot: rebuild its load tree
     if d.kv_refresh_s > 0.0 and t >= st.snap[d.n_routable, 1]:
         _, st.snap[d.n_routable, 1] = refresh_period(t, d.kv_refresh_s)
         for i in range(d.n_routable):
@@ -1637,6 +1664,263 @@ def _build_view(d, st, r, t):
             v[i, pb.V_KV_USED] = st.snap[i, pb.V_KV_USED]
 
 
+# ====================================================================== indexed routing
+# Indexed routing (numba engine only; the decisions and every number are those of the full view): for the
+# policies whose rule is an argmin of a score monotone in one queued-prefill column and the replica's in-flight
+# count (``smetric`` with the engine cache view, a fixed prefill rate and the ``slo``/``none`` guard;
+# ``least-load`` on ``in_flight`` or ``queued_tokens``), an arrival is decided from
+#
+# * the holders of prompt block ``j*`` (the first block held, in HBM or DRAM, by at most ``sp_holders``
+#   instances; found by binary search on the holder counts): the only instances whose local prefix can pass
+#   ``j*`` blocks; their hits are looked up exactly;
+# * every other instance has ``k2 <= j*`` and ``k3 <= max(j*, kg)``, so its request cost is at least that of the
+#   hit those bounds allow (``clb``); a min-tree of the load column and one of each replica's in-flight counts
+#   bound a subtree's scores from below, and a branch-and-bound search looks up the exact hits only of the
+#   leaves it reaches.
+#
+# The trees are brought up to date at each arrival from the instances marked since the last one (a queued-
+# prefill change, a dispatch or release; every leaf after a router snapshot). A follow-up whose longest local
+# hit may lie outside the holders (it is not above their bound) and could pass the stick test, and every other
+# policy or setting, use the full view: their rules read every instance (scores that are not monotone in an
+# indexed column, means or normalisations over all instances, samples, per-instance state updates).
+@njit(cache=True, _nrt=False)
+def _sp_touch(d, st, i):
+    """Mark routable instance ``i`` for the index's next update."""
+    if d.sparse != SP_OFF and i < d.n_routable and st.sp_dirty[i] == 0:
+        st.sp_dirty[i] = 1
+        st.sp_list[st.sp_meta[0]] = i
+        st.sp_meta[0] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _sp_column(d, st, i):
+    """The indexed load column of instance ``i`` as the view shows it (the snapshot's with ``refresh_s``)."""
+    if d.sparse == SP_SMETRIC_ATTN:
+        return st.snap[i, pb.V_QUEUED_ATTN] if d.refresh_s > 0.0 else st.fi[i, FI_QATTN]
+    return st.snap[i, pb.V_QUEUED_TOKENS] if d.refresh_s > 0.0 else float(st.ii[i, II_QTOK])
+
+
+@njit(cache=True, _nrt=False)
+def _sp_update(d, st):
+    """Bring the min-trees up to date with the marked instances."""
+    size = d.sp_size
+    if st.sp_meta[1] != 0:
+        st.sp_meta[1] = 0
+        for i in range(d.n_routable):
+            st.sp_tree[0, size + i] = _sp_column(d, st, i)
+        tree_rebuild(st.sp_tree[0], size)
+    for q in range(st.sp_meta[0]):
+        i = st.sp_list[q]
+        st.sp_dirty[i] = 0
+        tree_set(st.sp_tree[0], size, i, _sp_column(d, st, i))
+        for k in range(st.rinf.shape[0]):
+            tree_set(st.sp_tree[1 + k], size, i, float(st.rinf[k, i]))
+    st.sp_meta[0] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _sp_cost(d, prompt, hit):
+    """SMETRIC's cost of this request on an instance with ``hit`` reusable tokens (its load minus the queue)."""
+    new = new_tokens(prompt, hit)
+    if d.sparse == SP_SMETRIC_ATTN:
+        return attention_tokens(new, prompt, d.params[smetric_policy._L_EQ])
+    return new
+
+
+@njit(cache=True, _nrt=False)
+def _sp_value(d, st, r, i, k, kind, blocks, kg):
+    """Exact value of instance ``i`` for request ``r`` (replica ``k``): ``kind`` 0 the policy's score, 1 SMETRIC's
+    load (its SLO guard), with the policy's own float operations."""
+    if d.sparse == SP_LL_INFLIGHT:
+        return float(st.rinf[k, i])
+    if d.sparse == SP_LL_QTOKENS:
+        return _sp_column(d, st, i)
+    h3 = _hit_tokens(d, st, i, r, blocks, kg)[5]
+    load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
+    if kind == 1:
+        return load
+    return load * (float(st.rinf[k, i]) + 1.0)
+
+
+@njit(cache=True, _nrt=False)
+def _sp_bound(d, st, j, k, kind, clb):
+    """Lower bound of :func:`_sp_value` over the leaves of tree node ``j`` outside the enumerated holders."""
+    if d.sparse == SP_LL_INFLIGHT:
+        return st.sp_tree[1 + k, j]
+    if d.sparse == SP_LL_QTOKENS:
+        return st.sp_tree[0, j]
+    load = st.sp_tree[0, j] + clb
+    if kind == 1:
+        return load
+    return load * (st.sp_tree[1 + k, j] + 1.0)
+
+
+@njit(cache=True, _nrt=False)
+def _sp_min(d, st, r, k, blocks, kg, clb, best):
+    """The smallest score below ``best`` over the instances (branch and bound), else ``best``."""
+    size = d.sp_size
+    stack = st.sp_stack
+    stack[0, 0] = 1
+    top = 1
+    while top > 0:
+        top -= 1
+        j = stack[0, top]
+        if _sp_bound(d, st, j, k, 0, clb) >= best:
+            continue
+        if j >= size:
+            best = min(best, _sp_value(d, st, r, j - size, k, 0, blocks, kg))
+            continue
+        a, b = 2 * j, 2 * j + 1
+        if _sp_bound(d, st, a, k, 0, clb) > _sp_bound(d, st, b, k, 0, clb):
+            a, b = b, a
+        stack[0, top] = b  # the child with the lower bound is searched first
+        stack[0, top + 1] = a
+        top += 2
+    return best
+
+
+@njit(cache=True, _nrt=False)
+def _sp_first(d, st, r, k, kind, blocks, kg, clb, lo, hi, limit):
+    """The lowest instance in ``[lo, hi)`` whose exact value (``kind``) is <= ``limit``, or -1."""
+    size = d.sp_size
+    stack = st.sp_stack
+    stack[0, 0], stack[1, 0], stack[2, 0] = 1, 0, size  # node, its first leaf, its leaves
+    top = 1
+    while top > 0:
+        top -= 1
+        j, first, span = stack[0, top], stack[1, top], stack[2, top]
+        if first >= hi or first + span <= lo or _sp_bound(d, st, j, k, kind, clb) > limit:
+            continue
+        if span == 1:
+            if _sp_value(d, st, r, first, k, kind, blocks, kg) <= limit:
+                return first
+            continue
+        half = span // 2
+        stack[0, top], stack[1, top], stack[2, top] = 2 * j + 1, first + half, half
+        stack[0, top + 1], stack[1, top + 1], stack[2, top + 1] = 2 * j, first, half
+        top += 2
+    return -1
+
+
+@njit(cache=True, _nrt=False)
+def _sp_holders(d, st, r, blocks, kg):
+    """Enumerate into ``st.sp_buf`` the routable holders of block ``j*`` with their exact (local hit, score,
+    load) in ``st.sp_val``; returns (count, j*)."""
+    nb = blocks.shape[0]
+    lo, hi = 0, nb
+    while lo < hi:  # holder counts do not grow along a chain
+        mid = (lo + hi) // 2
+        if st.h_count[blocks[mid]] <= d.sp_holders:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == nb:
+        return 0, nb
+    b = blocks[lo]
+    k = d.replica[r]
+    count = 0
+    for tier in range(2):
+        e = st.h_head[tier, b]
+        cap = d.hbm_blocks if tier == 0 else d.dram_slots
+        links = st.h_hl if tier == 0 else st.h_dl
+        while e >= 0:
+            i = e // cap
+            if i < d.n_routable and st.sp_mark[i] != r:
+                st.sp_mark[i] = r
+                st.sp_buf[count] = i
+                _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+                load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
+                st.sp_val[count, 0] = float(h2)
+                st.sp_val[count, 1] = load * (float(st.rinf[k, i]) + 1.0)
+                st.sp_val[count, 2] = load
+                count += 1
+            e = links[0, e]
+    return count, lo
+
+
+@njit(cache=True, _nrt=False)
+def _sp_hit_bound(d, r, k, L):
+    """Token hit of a prefix of ``k`` blocks plus the parent's tail where it could count: an upper bound of the
+    hit of an instance whose prefix is at most ``k`` blocks."""
+    h = k * d.block_size
+    if d.tail_pos[r] == k:
+        h += d.tail_tok[r]
+    return float(min(h, L - 1))
+
+
+@njit(cache=True, _nrt=False)
+def _sp_balance(d, st, r, k, blocks, kg, clb, ne, start):
+    """argmin of the score, ties to the first instance at or after ``start`` (cyclically), as argmin_rotating."""
+    n = d.n_routable
+    best = np.inf
+    for e in range(ne):
+        best = min(best, st.sp_val[e, 1])
+    best = _sp_min(d, st, r, k, blocks, kg, clb, best)
+    chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, start, n, best)
+    if chosen < 0:
+        chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, 0, start, best)
+    for e in range(ne):
+        i = st.sp_buf[e]
+        if st.sp_val[e, 1] == best and (chosen < 0 or (i - start) % n < (chosen - start) % n):
+            chosen = i
+    return chosen
+
+
+@njit(cache=True, _nrt=False)
+def _sp_smetric(d, st, r, k, blocks):
+    """SMETRIC's decision (:func:`smetric.policies.smetric_policy.choose`) from the index, or -1 when it needs
+    the full view."""
+    p = d.params
+    L = d.input_len[r]
+    prompt = float(L)
+    kg = _global_prefix(d, st, blocks)
+    ne, js = _sp_holders(d, st, r, blocks, kg)
+    h2_ub = _sp_hit_bound(d, r, js, L)
+    clb = _sp_cost(d, prompt, _sp_hit_bound(d, r, max(js, kg), L))
+    if d.turn[r] > 0:
+        prev = -1
+        for e in range(ne):
+            if prev < 0 or st.sp_val[e, 0] > st.sp_val[prev, 0] or (
+                    st.sp_val[e, 0] == st.sp_val[prev, 0] and (st.sp_val[e, 1] < st.sp_val[prev, 1] or (
+                        st.sp_val[e, 1] == st.sp_val[prev, 1] and st.sp_buf[e] < st.sp_buf[prev]))):
+                prev = e
+        need = p[smetric_policy._HIT_RATIO] * float(d.history[r])
+        if prev >= 0 and st.sp_val[prev, 0] > h2_ub:
+            hit = st.sp_val[prev, 0]
+            if hit > 0.0 and hit >= need:
+                if p[smetric_policy._GUARD] != smetric_policy._SLO:
+                    return st.sp_buf[prev]
+                slo = p[smetric_policy._TTFT_BASE] + p[smetric_policy._TTFT_PER_1K] * prompt / 1000.0
+                budget = p[smetric_policy._SLACK] * p[smetric_policy._RATE] * slo
+                if st.sp_val[prev, 2] <= budget:
+                    return st.sp_buf[prev]
+                meets = _sp_first(d, st, r, k, 1, blocks, kg, clb, 0, d.n_routable, budget) >= 0
+                for e in range(ne):
+                    meets = meets or st.sp_val[e, 2] <= budget
+                if not meets:
+                    return st.sp_buf[prev]
+        else:
+            top = h2_ub if prev < 0 else max(h2_ub, st.sp_val[prev, 0])
+            if top > 0.0 and top >= need:
+                return -1
+    slot = int(p[smetric_policy._INDEX_SIZE])
+    chosen = _sp_balance(d, st, r, k, blocks, kg, clb, ne, int(st.pstate[k, slot]))
+    st.pstate[k, slot] = (chosen + 1) % d.n_routable
+    return chosen
+
+
+@njit(cache=True, _nrt=False)
+def _sp_route(d, st, r):
+    """The instance the indexed policy chooses for ``r``, or -1 when this decision needs the full view."""
+    _sp_update(d, st)
+    k = d.replica[r]
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+    if d.sparse == SP_SMETRIC_ATTN or d.sparse == SP_SMETRIC_TOKENS:
+        return _sp_smetric(d, st, r, k, blocks)
+    best = _sp_min(d, st, r, k, blocks, 0, 0.0, np.inf)
+    return _sp_first(d, st, r, k, 0, blocks, 0, 0.0, 0, d.n_routable, best)
+
+
 @njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
 def _arrive(d, st, r, t):
     st.rf[r, RF_ARR] = t
@@ -1653,18 +1937,21 @@ def _arrive(d, st, r, t):
     if kind != ORACLE:
         st.rf[r, RF_DECODE_EST] = estimate_nb(kind, st.gf[GF_QUEUE + Q_PRIOR], d.coef, st.est_sess, st.est_g,
                                               d.session[r], L)
-    _build_view(d, st, r, t)
-    q = st.reqv
-    q[pb.R_INPUT_LEN] = L
-    q[pb.R_TURN] = d.turn[r]
-    q[pb.R_SESSION] = d.session[r]
-    q[pb.R_HISTORY] = d.history[r]
-    q[pb.R_NOW] = t
-    q[pb.R_PRIORITY] = d.priority[r]
-    q[pb.R_INDEX] = r
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     k = d.replica[r]
-    i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate[k], d.rand[r])
+    i = _sp_route(d, st, r) if d.sparse != SP_OFF else -1
+    indexed = i >= 0
+    if not indexed:
+        _build_view(d, st, r, t)
+        q = st.reqv
+        q[pb.R_INPUT_LEN] = L
+        q[pb.R_TURN] = d.turn[r]
+        q[pb.R_SESSION] = d.session[r]
+        q[pb.R_HISTORY] = d.history[r]
+        q[pb.R_NOW] = t
+        q[pb.R_PRIORITY] = d.priority[r]
+        q[pb.R_INDEX] = r
+        i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate[k], d.rand[r])
     if i < 0 or i >= d.n_routable:
         raise ValueError("the routing policy returned an instance index out of range")
     _sample_until(d, st, i, t)
@@ -1676,10 +1963,11 @@ def _arrive(d, st, r, t):
     st.ii[i, II_NWAIT] += 1
     st.ii[i, II_INFLIGHT] += 1
     st.rinf[k, i] += 1
+    _sp_touch(d, st, i)
     st.ii[i, II_CTX] += L
     st.ii[i, II_ROUTED] += 1
     st.ii[i, II_NQUEUED] += 1
-    if d.kv_delay > 0.0:  # the engine's own queue accounting uses the real hit, not the router's
+    if d.kv_delay > 0.0 or indexed:  # the engine's own queue accounting uses the real hit, not the router's
         _, _, _, _, _, hit = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     else:
         hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
@@ -1768,7 +2056,23 @@ def _make_data(inp: EngineInput) -> EngineData:
         seen_dram=int(inp.n_instances * hbm), seen_glob=int(inp.n_instances * (hbm + d_cap)),
         router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est,
         waiter_offsets=inp.waiter_offsets, waiters=inp.waiters,
-        abandon=inp.patience is not None, patience=inp.patience if inp.patience is not None else np.zeros(1))
+        abandon=inp.patience is not None, patience=inp.patience if inp.patience is not None else np.zeros(1),
+        sparse=_sparse_mode(inp), sp_size=tree_size(inp.n_routable), sp_holders=SPARSE_HOLDERS)
+
+
+def _sparse_mode(inp: EngineInput) -> int:
+    """The routing index mode of this run (``SP_*``; "Indexed routing"): off below :data:`SPARSE_MIN_INSTANCES`
+    routable instances, with router KV-event delays (the router's hits are not bounded by the tiers' holders), and
+    for every policy or setting whose rule needs the full view."""
+    if inp.n_routable < SPARSE_MIN_INSTANCES or inp.kv_event_delay_s > 0:
+        return SP_OFF
+    if inp.pid == smetric_policy.PID:
+        cost = smetric_policy.indexable(inp.params)
+        return SP_OFF if cost is None else (SP_SMETRIC_ATTN if cost == "attention" else SP_SMETRIC_TOKENS)
+    if inp.pid == load_only.PID_LEAST_LOAD:
+        signal = load_only.least_load_indexed_signal(inp.params)
+        return {None: SP_OFF, "in_flight": SP_LL_INFLIGHT, "queued_tokens": SP_LL_QTOKENS}[signal]
+    return SP_OFF
 
 
 def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
@@ -1844,7 +2148,25 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
         **dict(zip(("est_sess", "est_ring", "est_g"), estimator_state(
             int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))),
         deps_left=inp.n_deps.copy(), deps_t=np.full(n, -np.inf),
-        gone=np.zeros(len(inp.patience) if inp.patience is not None else 1, dtype=np.int8))
+        gone=np.zeros(len(inp.patience) if inp.patience is not None else 1, dtype=np.int8),
+        **_index_state(inp, d))
+
+
+def _index_state(inp: EngineInput, d: EngineData) -> dict:
+    """The routing index's arrays ("Indexed routing"); one-element placeholders when it is off."""
+    on = d.sparse != SP_OFF
+    nr = inp.n_routable if on else 1
+    u = max(inp.n_unique, 1) if on else 1
+    m = inp.n_instances
+    return dict(
+        sp_tree=new_trees(nr, 1 + inp.n_replicas) if on else np.zeros((1, 2)),
+        sp_dirty=np.zeros(nr, dtype=np.int8), sp_list=np.zeros(nr, dtype=np.int64),
+        sp_meta=np.zeros(2, dtype=np.int64), sp_mark=np.full(nr, -1, dtype=np.int64),
+        sp_buf=np.zeros(nr, dtype=np.int64), sp_val=np.zeros((nr, 3)),
+        sp_stack=np.zeros((3, 2 * d.sp_size.bit_length() + 4), dtype=np.int64),
+        h_head=np.full((2, u), -1, dtype=np.int64), h_count=np.zeros(u, dtype=np.int64),
+        h_hl=np.full((2, m * d.hbm_blocks if on else 1), -1, dtype=np.int32),
+        h_dl=np.full((2, m * d.dram_slots if on and d.dram_slots else 1), -1, dtype=np.int32))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

@@ -4,6 +4,9 @@ It is the oracle of the equivalence tests and is not used to produce results. It
 independently of the numba engine: Python objects, ``dict``/``OrderedDict`` caches, ``heapq``,
 one iteration at a time (no fast-forwarding of decode-only stretches), and prefix hits found by
 a linear scan (the numba engine binary-searches, relying on every cache being prefix-closed).
+At every arrival it builds the full view of every routable instance and calls the policy on it; the numba
+engine's routing index (its "Indexed routing" section) decides the same instance from fewer rows, so this
+straightforward rebuild is the semantics that index is tested against.
 The exact rules it implements are the "Engine semantics" section of :mod:`smetric.cluster.engine`.
 """
 

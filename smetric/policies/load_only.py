@@ -44,6 +44,13 @@ _LL_SIGNAL = LEAST_LOAD.slot("signal")
 _P2_SIGNAL = POWER_OF_TWO.slot("signal")
 
 
+def least_load_indexed_signal(params) -> str | None:
+    """The least-load signal when the engine may decide it from its routing index (``in_flight`` or
+    ``queued_tokens``: an argmin of one indexed column), else ``None`` (``batch_size``: the full view)."""
+    name = LOAD_SIGNALS[int(params[_LL_SIGNAL])]
+    return name if name in ("in_flight", "queued_tokens") else None
+
+
 @njit(cache=True)
 def round_robin(view, req, blocks, params, state, rand):
     """Instances in turn: state[0] holds the next index."""

@@ -92,6 +92,20 @@ _ROUTER = SPEC.code("cache_view", "router")
 _ONLINE = SPEC.code("rate", "online")
 
 
+def indexable(params) -> str | None:
+    """The cost model (``"attention"`` or ``"tokens"``) when the engine may decide this configuration from its
+    routing index instead of the full view (:mod:`smetric.cluster.engine`, "Indexed routing"), else ``None``.
+
+    Indexable: the ``engine`` cache view, the ``fixed`` rate and the ``slo`` or ``none`` guard -- the balance
+    score is monotone in the queued prefill and the in-flight count, and the SLO test is an existence test over
+    loads. The full view is needed by the ``router`` cache view (its prefix index records every decision), the
+    ``online`` rate (every instance's estimator observes every arrival) and the ``overload`` guard (a mean over
+    every instance)."""
+    if (params[_VIEW] == _ROUTER or params[_RATE_MODE] == _ONLINE or params[_GUARD] == _OVERLOADED):
+        return None
+    return "tokens" if params[_COST] == _TOKENS else "attention"
+
+
 @njit(cache=True)
 def _hits(view, req, blocks, params, state):
     """Per instance: (local hit, reusable hit) -- engine hits, or both the router index's match."""
