@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from test_engine_equivalence import assert_same_run, cases, tier_cases
 
 from smetric.cluster import engine
+from smetric.cluster.abandonment import Patience
 from smetric.cluster.inputs import prepare
 from smetric.cluster.load_index import holder_link, holder_unlink, new_trees, tree_set, tree_size
 from smetric.cluster.reference import run_reference
+from smetric.cluster.result_raw import REASON_ABANDONED
 from smetric.cluster.router_info import RouterInfo
 from smetric.policies import base as pb
 
@@ -78,10 +80,10 @@ def test_index_decides_as_the_full_view_under_kv_pressure(case, policy):
     assert_same_run(on, run_reference(inp))
 
 
-def _busy(n_instances: int, seed: int, **kw):
+def _busy(n_instances: int, seed: int, fanout: int = 0, **kw):
     """Many sessions sharing a system prompt on ``n_instances`` instances: real ties, holders and evictions."""
     wl = agent_workload(seed, n_sessions=30 * n_instances, max_turns=5, span=6.0, first_prompt=(20, 1500),
-                        output=(1, 200), system_prompt=160)
+                        output=(1, 200), system_prompt=160, fanout=fanout)
     return wl, small_cluster(kv_tokens=8_000, n_instances=n_instances, block_size=16, max_num_seqs=8,
                              max_batched_tokens=1024, **kw)
 
@@ -94,12 +96,15 @@ def _busy(n_instances: int, seed: int, **kw):
     (24, {"router": RouterInfo(router_replicas=3, replica_assignment="session"), "hit_granularity": 16,
           "cache_replies": True}),
     (16, {"mode": "disaggregated", "n_prefill": 12, "n_decode": 4, "replay": "closed"}),
+    (16, {"replay": "closed", "fanout": 3, "patience": Patience("fixed", 0.5)}),  # joins and abandonment
 ])
 def test_index_decides_as_the_full_view_on_busy_clusters(policy, params, n_instances, extra):
     wl, cluster = _busy(n_instances, 5, **extra)
     inp = prepare(wl, cluster, policy, params, load=3.0, seed=2, n_samples=40)
     on, off = run_both(inp)
     assert_identical(on, off)
+    if cluster.patience is not None:
+        assert (on.reason == REASON_ABANDONED).any()  # the case exercises abandonment
     assert len(np.unique(on.instance)) > n_instances // 2  # the case spreads over the cluster
 
 
