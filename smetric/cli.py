@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from .optional_imports import NUMBA_EXTRAS, hidden
+
 # name -> (module holding register_<name> and run_<name>, one-line help)
 _COMMANDS = {
     "reproduce": ("smetric.experiments.cli_cmds",
@@ -22,6 +24,10 @@ _COMMANDS = {
     "simulate": ("smetric.cluster.cli_cmds", "replay a trace on a simulated cluster with a routing policy"),
     "validate": ("smetric.experiments.realcluster.cli_cmds", "replay published real-cluster runs, score the errors"),
 }
+
+# Commands that run without numba's optional extras (coverage, cffi, SciPy's BLAS: smetric.optional_imports),
+# for their start-up time; their code imports none of them.
+_LEAN = ("simulate",)
 
 
 def _command(name: str, what: str):
@@ -44,12 +50,14 @@ def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``smetric`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _build_parser(argv).parse_args(argv)
-    try:
-        return int(_command(args.command, "run")(args) or 0)
-    except BrokenPipeError:  # output piped into `head` and friends: stop quietly
-        sys.stderr.close()
-        return 0
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    with hidden(NUMBA_EXTRAS if chosen in _LEAN else ()):
+        args = _build_parser(argv).parse_args(argv)
+        try:
+            return int(_command(args.command, "run")(args) or 0)
+        except BrokenPipeError:  # output piped into `head` and friends: stop quietly
+            sys.stderr.close()
+            return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from benchmarks.engine_scaling import extrapolate, scale_minutes, slope
-from benchmarks.peers import Peer, find_blis, find_splitwise, write_blis_trace, write_splitwise_trace
+from benchmarks.peers import (
+    Peer,
+    find_blis,
+    find_splitwise,
+    write_blis_trace,
+    write_splitwise_config,
+    write_splitwise_trace,
+)
 
 
 def test_scale_minutes_fixed_load_window():
@@ -37,9 +44,19 @@ def test_splitwise_trace_columns(tmp_path):
     path = tmp_path / "t.csv"
     write_splitwise_trace(_workload(), path)
     rows = list(csv.DictReader(open(path)))
-    assert [float(r["arrival_timestamp"]) for r in rows] == [0.0, 0.5, 2.25]
+    assert [float(r["arrival_timestamp"]) for r in rows] == [0.000001, 0.500001, 2.250001]  # SPLITWISE_START_S in
     assert [(int(r["prompt_size"]), int(r["token_size"])) for r in rows] == [(3, 2), (1, 1), (2, 4)]
     assert {r["request_type"] for r in rows} == {"2"}
+
+
+def test_splitwise_config_drops_only_the_ray_launcher(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "config.yaml").write_text(
+        "defaults:\n  - trace: test_trace\n  - override hydra/launcher: ray\n  - _self_\nseed: 0\n"
+        "hydra:\n  run:\n    dir: x\n  launcher:\n    ray:\n      init:\n        address: a\n  job:\n    chdir: True\n")
+    text = write_splitwise_config(tmp_path, tmp_path).read_text()
+    assert "override hydra/launcher: basic" in text and "ray" not in text
+    assert "  run:\n    dir: x\n  job:\n    chdir: True" in text and "seed: 0" in text
 
 
 def test_blis_trace_lengths_and_unique_ids(tmp_path):
@@ -69,6 +86,7 @@ def test_peers_found_and_their_command(tmp_path):
     assert isinstance(peer, Peer) and "not the pinned 8f99e7d" in peer.version  # not a git checkout
     argv = peer.argv(tmp_path / "trace.csv", tmp_path / "out")
     assert f"trace.path={tmp_path / 'trace.csv'}" in argv and "cluster.servers.1.count=40" in argv
+    assert argv[argv.index("--config-dir") + 1] == str(tmp_path) and "--config-name" in argv
     binary = tmp_path / "simulation_worker"
     binary.write_text("")
     blis = find_blis({"SMETRIC_BLIS": str(binary)})

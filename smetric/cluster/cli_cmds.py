@@ -258,13 +258,13 @@ def _with_rejections(summary: dict, result) -> dict:
     rejected at arrival; a warning line names the cause and the largest request against the capacity."""
     from .result_raw import REASON_NAMES, REASON_TOO_LARGE
 
-    rq = result.requests
+    rq = result.columns("requests")
     too_large = rq["status"] == REASON_NAMES[REASON_TOO_LARGE]
     n_rejected = int(too_large.sum())
     if n_rejected:
         need = rq["input_len"] + rq["output_len"]
-        capacity = int(result.instances["kv_capacity_blocks"].min()) * result.cluster.block_size
-        print(f"smetric simulate: warning: {n_rejected} of {len(rq)} requests rejected at arrival: prompt + output "
+        capacity = int(result.columns("instances")["kv_capacity_blocks"].min()) * result.cluster.block_size
+        print(f"smetric simulate: warning: {n_rejected} of {len(need)} requests rejected at arrival: prompt + output "
               f"exceeds one instance's HBM KV capacity (largest request {int(need.max()):,} tokens, capacity "
               f"{capacity:,} tokens); use a larger --tp or GPU", file=sys.stderr)
     out = {}

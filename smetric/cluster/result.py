@@ -74,133 +74,238 @@ figure tables stay as they are (``summary()`` feeds whole rows of several commit
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .config import ClusterConfig
 from .inputs import EngineInput
 from .result_raw import REASON_ABANDONED, REASON_COMPLETED, REASON_NAMES, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
 
+if TYPE_CHECKING:  # pandas is imported only when a table is asked for as a DataFrame (start-up time)
+    import pandas as pd
+
 __all__ = ["SimResult", "build_result"]
+
+#: The tables of a result, in the order :meth:`SimResult.to_csv` writes them.
+TABLES = ("requests", "instances", "timeseries")
+
+# The metrics below work on plain numpy columns (``dict`` of column name -> array) and reproduce pandas'
+# reductions bit for bit: a NaN-skipping sum is the sum with the NaNs set to 0 and a mean that sum over the
+# count (pandas' nanops), group reductions are exact (min, max, all, sums of integer-valued samples).
 
 
 def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
-def _span(requests: pd.DataFrame, until: str = "finish") -> float:
-    """First arrival to the last ``until`` time (finish or first_token) of ``requests`` (s); nan when none."""
-    done = requests[until].dropna()
-    if done.empty:
+def _present(x: np.ndarray) -> np.ndarray:
+    """``x`` without its NaNs (pandas' ``dropna``); non-float columns have none."""
+    return x[~np.isnan(x)] if x.dtype.kind == "f" else x
+
+
+def _mean(x: np.ndarray) -> float:
+    """pandas' NaN-skipping mean: the sum with NaNs set to 0, over the count of the others; nan when none."""
+    if x.dtype.kind == "f":
+        missing = np.isnan(x)
+        if missing.any():
+            x, count = np.where(missing, 0.0, x), len(x) - int(missing.sum())
+            return float(x.sum(dtype=np.float64) / count) if count else float("nan")
+    return float(x.sum(dtype=np.float64) / len(x)) if len(x) else float("nan")
+
+
+def _std0(x: np.ndarray) -> float:
+    """pandas' population standard deviation (ddof 0) of ``x`` (no NaNs); nan when empty."""
+    if not len(x):
         return float("nan")
-    return float(done.max() - requests["arrival"].min())
+    avg = x.sum(dtype=np.float64) / len(x)
+    return float(np.sqrt(((avg - x) ** 2).sum(dtype=np.float64) / len(x)))
+
+
+def _select(columns: dict, rows) -> dict:
+    """The rows ``rows`` (a boolean mask or positions) of every column."""
+    return {name: col[rows] for name, col in columns.items()}
+
+
+def _span(requests: dict, until: str = "finish") -> float:
+    """First arrival to the last ``until`` time (finish or first_token) of ``requests`` (s); nan when none."""
+    done = _present(requests[until])
+    if not len(done):
+        return float("nan")
+    return float(done.max() - _present(requests["arrival"]).min())
 
 
 def _rate(amount: float, window: float) -> float:
     return float(amount) / window if window > 0 else float("nan")
 
 
-def _queued_prefill(rq: pd.DataFrame, instances: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _queued_prefill(rq: dict, instances: np.ndarray, times: np.ndarray) -> np.ndarray:
     """(instances, samples) prefill tokens queued at each sample ``times[k]``: requests routed to the instance
     with ``arrival <= t < first_token`` (no first token: queued to the end), each counting its ``prefill_tokens``."""
     out = np.zeros((len(instances), len(times) + 1))
     if not len(times):
         return out[:, :0]
-    routed = rq[rq["instance"].isin(instances)]
-    row = np.searchsorted(instances, routed["instance"].to_numpy())
-    amount = routed["prefill_tokens"].to_numpy(dtype=float)
-    start = np.searchsorted(times, routed["arrival"].to_numpy(dtype=float), side="left")
-    first = routed["first_token"].to_numpy(dtype=float)
+    routed = np.isin(rq["instance"], instances)
+    row = np.searchsorted(instances, rq["instance"][routed])
+    amount = rq["prefill_tokens"][routed].astype(float)
+    start = np.searchsorted(times, rq["arrival"][routed].astype(float), side="left")
+    first = rq["first_token"][routed].astype(float)
     stop = np.where(np.isnan(first), len(times), np.searchsorted(times, first, side="left"))
     np.add.at(out, (row, start), amount)
     np.add.at(out, (row, stop), -amount)
     return np.cumsum(out, axis=1)[:, :-1]
 
 
-def _sessions(rq: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per session (first arrival, last finish, every turn done, worst queue wait), and the completion
-    times of the sessions whose every turn completed."""
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct keys, a stable order of the rows that groups them, each group's first position in it)."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(keys) else np.zeros(0, np.int64)
+    return ordered[starts], order, starts
+
+
+def _group_reduce(ufunc, values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``ufunc`` reduced over each group (``_groups``); empty when there are no rows."""
+    return ufunc.reduceat(values[order], starts) if len(starts) else values[:0]
+
+
+def _sessions(rq: dict) -> tuple[dict, np.ndarray]:
+    """Per session, in session order (first arrival, last finish, every turn done, worst queue wait; NaN-skipping
+    like pandas' groupby), and the completion times of the sessions whose every turn completed."""
     done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
-    by_session = rq.assign(done=done, wait=rq["admit"] - rq["arrival"]).groupby("session")
-    sessions = by_session.agg(first=("arrival", "min"), last=("finish", "max"), all_done=("done", "all"),
-                              worst_wait=("wait", "max"))
-    complete = sessions.loc[sessions["all_done"]]
-    return sessions, (complete["last"] - complete["first"]).to_numpy()
+    _, order, starts = _groups(rq["session"])
+    sessions = {"first": _group_reduce(np.fmin, rq["arrival"], order, starts),
+                "last": _group_reduce(np.fmax, rq["finish"], order, starts),
+                "all_done": _group_reduce(np.logical_and, done, order, starts),
+                "worst_wait": _group_reduce(np.fmax, rq["admit"] - rq["arrival"], order, starts)}
+    complete = sessions["all_done"]
+    return sessions, sessions["last"][complete] - sessions["first"][complete]
 
 
-def _abandonment(rq: pd.DataFrame) -> dict:
+def _abandonment(rq: dict) -> dict:
     """Abandoned sessions and turns of the requests ``rq`` (see the module docstring)."""
     gone = rq["status"] == REASON_NAMES[REASON_ABANDONED]
-    n_sessions = rq["session"].nunique()
-    sessions = int(rq.loc[gone, "session"].nunique())
+    n_sessions = len(np.unique(rq["session"]))
+    sessions = len(np.unique(rq["session"][gone]))
     return {"sessions_abandoned": sessions, "turns_abandoned": int(gone.sum()),
             "abandon_rate": sessions / n_sessions if n_sessions else float("nan")}
 
 
-def _session_metrics(rq: pd.DataFrame, l_max: float) -> dict:
+def _session_metrics(rq: dict, l_max: float) -> dict:
     """Session completion time and starvation figures of the requests ``rq`` (see the module docstring)."""
     sessions, span = _sessions(rq)
-    wait = (rq["admit"] - rq["arrival"]).dropna().to_numpy()
-    worst = sessions["worst_wait"].dropna()
+    wait = _present(rq["admit"] - rq["arrival"])
+    worst = _present(sessions["worst_wait"])
     return {
-        "n_sessions": int(len(sessions)),
+        "n_sessions": int(len(sessions["first"])),
         "n_sessions_completed": int(len(span)),
         "session_time_mean": float(span.mean()) if len(span) else float("nan"),
         "session_time_p50": _pct(span, 50),
         "session_time_p99": _pct(span, 99),
         "queue_wait_max": float(wait.max()) if len(wait) else float("nan"),
         "queue_wait_p99": _pct(wait, 99),
-        "sessions_starved_frac": float((worst > l_max).mean()) if len(worst) else float("nan"),
+        "sessions_starved_frac": _mean(worst > l_max) if len(worst) else float("nan"),
     }
 
 
-@dataclass(eq=False)
+def _by_time(ts: dict, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """(max, mean) of ``ts[col]`` over the samples of each time, in time order (pandas' groupby("time"))."""
+    _, order, starts = _groups(ts["time"])
+    values = ts[col].astype(np.float64)
+    counts = np.diff(np.r_[starts, len(order)])
+    return _group_reduce(np.maximum, ts[col], order, starts), _group_reduce(np.add, values, order, starts) / counts
+
+
 class SimResult:
     """The outcome of :func:`smetric.simulate`.
 
     Attributes:
-        requests: one row per request (times in s, tokens).
+        requests: one row per request (times in s, tokens), row ``i`` being request ``i``.
         instances: one row per instance.
         timeseries: tidy (time, instance, waiting, running, kv_used, kv_used_frac, busy) samples.
         cluster, policy, params, load, seed: what was simulated.
         block_size: the engine KV block size actually used (tokens).
         engine: ``numba`` or ``reference``; wall_time: seconds the engine ran (after compilation).
         global_write_bytes: bytes newly written to the global store.
+
+    The three tables are given as pandas DataFrames or as mappings of column name to numpy array; either way
+    ``requests``, ``instances`` and ``timeseries`` are DataFrames (built, and pandas imported, on first use),
+    and the metrics are computed on the numpy columns (:meth:`columns`).
     """
 
-    requests: pd.DataFrame
-    instances: pd.DataFrame
-    timeseries: pd.DataFrame
-    cluster: ClusterConfig
-    policy: str
-    params: dict = field(default_factory=dict)
-    load: float = 1.0
-    seed: int = 0
-    block_size: int = 0
-    engine: str = "numba"
-    wall_time: float = 0.0
-    global_write_bytes: float = 0.0
+    def __init__(self, requests, instances, timeseries, cluster: ClusterConfig, policy: str,
+                 params: dict | None = None, load: float = 1.0, seed: int = 0, block_size: int = 0,
+                 engine: str = "numba", wall_time: float = 0.0, global_write_bytes: float = 0.0):
+        self._tables = {"requests": requests, "instances": instances, "timeseries": timeseries}
+        self._columns: dict[str, dict] = {}
+        self.cluster = cluster
+        self.policy = policy
+        self.params = {} if params is None else params
+        self.load = load
+        self.seed = seed
+        self.block_size = block_size
+        self.engine = engine
+        self.wall_time = wall_time
+        self.global_write_bytes = global_write_bytes
+
+    def _frame(self, table: str) -> pd.DataFrame:
+        value = self._tables[table]
+        if isinstance(value, Mapping):
+            import pandas as pd
+
+            value = self._tables[table] = pd.DataFrame(dict(value))
+        return value
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """One row per request (a DataFrame)."""
+        return self._frame("requests")
+
+    @property
+    def instances(self) -> pd.DataFrame:
+        """One row per instance (a DataFrame)."""
+        return self._frame("instances")
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        """The per-instance time-series samples (a DataFrame)."""
+        return self._frame("timeseries")
+
+    def columns(self, table: str) -> dict:
+        """The columns of ``table`` (requests, instances or timeseries) as numpy arrays, by name (without
+        building a DataFrame; do not modify them)."""
+        if table not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+        if table not in self._columns:
+            value = self._tables[table]
+            self._columns[table] = (dict(value) if isinstance(value, Mapping)
+                                    else {name: value[name].to_numpy() for name in value.columns})
+        return self._columns[table]
 
     # ------------------------------------------------------------------ metrics
     @property
     def window(self) -> float:
         """First arrival to last finish (s); nan when nothing completed."""
-        return _span(self.requests)
+        return _span(self.columns("requests"))
 
     def warmup_end(self, frac: float) -> float:
         """The warm-up cut: the scheduled time ``frac`` of the way through the scheduled arrival span (pass
         it as ``since``). Scheduled, not realised, times: in closed replay a follow-up arrives later when its
         parent finishes late, and a cut on those delayed arrivals would move with the load."""
-        scheduled = self.requests["scheduled"]
+        scheduled = _present(self.columns("requests")["scheduled"])
         return float(scheduled.min() + frac * (scheduled.max() - scheduled.min()))
 
     def measured(self, since: float | None = None) -> pd.DataFrame:
         """The requests :meth:`summary` measures: those scheduled at or after ``since`` (all when None)."""
         rq = self.requests
         return rq if since is None else rq[rq["scheduled"] >= since]
+
+    def _measured(self, since: float | None) -> dict:
+        """:meth:`measured` as numpy columns."""
+        rq = self.columns("requests")
+        return rq if since is None else _select(rq, rq["scheduled"] >= since)
 
     def summary(self, since: float | None = None) -> dict:
         """Headline metrics as a flat dict of floats/ints (see the module docstring).
@@ -210,62 +315,64 @@ class SimResult:
         rates then divide by the measured requests' first arrival → last finish.
         Instance-level metrics (imbalance, global-store bytes) always cover the whole run.
         """
-        rq = self.measured(since)
+        rq = self._measured(since)
+        inst = self.columns("instances")
         done = rq["status"] == REASON_NAMES[REASON_COMPLETED]
-        admitted = rq["admit"].notna()
+        admitted = ~np.isnan(rq["admit"])
         window = self.window if since is None else _span(rq)
         tokens = rq["input_len"] + rq["output_len"]
-        routable = self.instances[self.instances["role"] != "decode"]
-        work = routable["work"].to_numpy(dtype=float)
+        work = inst["work"][inst["role"] != "decode"].astype(float)
         mean_work = work.mean() if len(work) else float("nan")
-        prompt = float(rq.loc[admitted, "input_len"].sum())
+        prompt = float(rq["input_len"][admitted].sum())
 
         def ratio(col: str) -> float:
-            return float(rq.loc[admitted, col].sum()) / prompt if prompt else float("nan")
+            return float(rq[col][admitted].sum()) / prompt if prompt else float("nan")
 
         def rate(x: float) -> float:
             return _rate(x, window)
 
         multi = done & (rq["output_len"] > 1)
-        latency = (rq.loc[done, "finish"] - rq.loc[done, "arrival"]).to_numpy()
-        busy = self.timeseries.groupby("time")["busy"].mean()
+        ttft, tpot = rq["ttft"][done], rq["tpot"][multi]
+        latency = rq["finish"][done] - rq["arrival"][done]
+        _, busy = _by_time(self.columns("timeseries"), "busy")
+        busy_mean = _mean(busy)
         return {
-            "n_requests": int(len(rq)),
+            "n_requests": int(len(tokens)),
             "n_completed": int(done.sum()),
             "n_unfinished": int((~done).sum()),
             "window_s": window,
             "goodput_tps": rate(tokens[rq["slo_met"]].sum()),
             "throughput_tps": rate(tokens[done].sum()),
-            "prefill_tps": _rate(rq.loc[rq["ttft_ok"], "input_len"].sum(), _span(rq, "first_token")),
-            "output_tps": rate(rq.loc[done, "output_len"].sum()),
+            "prefill_tps": _rate(rq["input_len"][rq["ttft_ok"]].sum(), _span(rq, "first_token")),
+            "output_tps": rate(rq["output_len"][done].sum()),
             "hit_ratio": ratio("hit_tokens"),
             "hit_ratio_hbm": ratio("hit_hbm"),
             "hit_ratio_dram": ratio("hit_dram"),
             "hit_ratio_global": ratio("hit_global"),
             "imbalance": float(work.max() / mean_work) if mean_work > 0 else float("nan"),
             "imbalance_cv": float(work.std() / mean_work) if mean_work > 0 else float("nan"),
-            "global_read_bps": rate(self.instances["global_read_bytes"].sum()),
+            "global_read_bps": rate(inst["global_read_bytes"].sum()),
             "global_write_bps": rate(self.global_write_bytes),
-            "slo_attainment": float(rq["slo_met"].mean()),
-            "ttft_mean": float(rq.loc[done, "ttft"].mean()),
-            "ttft_p50": _pct(rq.loc[done, "ttft"].to_numpy(), 50),
-            "ttft_p99": _pct(rq.loc[done, "ttft"].to_numpy(), 99),
-            "tpot_mean": float(rq.loc[multi, "tpot"].mean()),
-            "tpot_p50": _pct(rq.loc[multi, "tpot"].to_numpy(), 50),
-            "tpot_p99": _pct(rq.loc[multi, "tpot"].to_numpy(), 99),
-            "ttft_p90": _pct(rq.loc[done, "ttft"].to_numpy(), 90),
+            "slo_attainment": _mean(rq["slo_met"]),
+            "ttft_mean": _mean(ttft),
+            "ttft_p50": _pct(ttft, 50),
+            "ttft_p99": _pct(ttft, 99),
+            "tpot_mean": _mean(tpot),
+            "tpot_p50": _pct(tpot, 50),
+            "tpot_p99": _pct(tpot, 99),
+            "ttft_p90": _pct(ttft, 90),
             "latency_p50": _pct(latency, 50),
             "latency_p90": _pct(latency, 90),
             "latency_p99": _pct(latency, 99),
             **_session_metrics(rq, self.cluster.queue.l_max),
-            "busy_mean": float(busy.mean()),
-            "busy_cv": float(busy.std(ddof=0) / busy.mean()) if busy.mean() > 0 else float("nan"),
+            "busy_mean": busy_mean,
+            "busy_cv": _std0(busy) / busy_mean if busy_mean > 0 else float("nan"),
             # requests preempted at least once; only where preemption exists (reserve runs keep their columns)
             **({"n_preempted": int((rq["preemptions"] > 0).sum())}
                if self.cluster.kv_allocation == "incremental" else {}),
             # only where a ranked discipline used an estimator (oracle runs keep their columns)
-            **({"estimator_mae_s": float((rq.loc[admitted, "decode_est"] - rq.loc[admitted, "decode_true"])
-                                         .abs().mean())} if "decode_est" in rq else {}),
+            **({"estimator_mae_s": _mean(np.abs(rq["decode_est"][admitted] - rq["decode_true"][admitted]))}
+               if "decode_est" in rq else {}),
             # only where sessions can abandon (runs without patience keep their columns)
             **(_abandonment(rq) if self.cluster.patience is not None else {}),
             "wall_time_s": float(self.wall_time),
@@ -274,37 +381,42 @@ class SimResult:
     def diagnostics(self, since: float | None = None) -> dict:
         """Mechanism diagnostics (see the module docstring) over the requests :meth:`measured` returns and the
         time-series samples at or after ``since``."""
-        routable = self.instances.loc[self.instances["role"] != "decode", "instance"].to_numpy()
-        ts = self.timeseries[self.timeseries["instance"].isin(routable)]
+        inst = self.columns("instances")
+        ts = self.columns("timeseries")
+        keep = np.isin(ts["instance"], inst["instance"][inst["role"] != "decode"])
         if since is not None:
-            ts = ts[ts["time"] >= since]
+            keep &= ts["time"] >= since
+        ts = _select(ts, keep)
 
         def over_time(col: str) -> float:
-            by_time = ts.groupby("time")[col].agg(["max", "mean"])
-            mean = float(by_time["mean"].mean()) if len(by_time) else 0.0
-            return float(by_time["max"].mean()) / mean if mean > 0 else float("nan")
+            top, mean_at = _by_time(ts, col)
+            mean = _mean(mean_at) if len(mean_at) else 0.0
+            return _mean(top) / mean if mean > 0 else float("nan")
 
-        rq = self.measured(since)
-        full = self.requests
-        child = rq[(rq["parent"] >= 0) & (rq["instance"] >= 0)]
-        parent = full.loc[child["parent"].to_numpy()]
-        routed = parent["instance"].to_numpy() >= 0
-        child, parent = child[routed], parent[routed]
-        moved = child["instance"].to_numpy() != parent["instance"].to_numpy()
+        rq = self._measured(since)
+        full = self.columns("requests")
+        child = _select(rq, (rq["parent"] >= 0) & (rq["instance"] >= 0))
+        parent = _select(full, child["parent"])
+        routed = parent["instance"] >= 0
+        child, parent = _select(child, routed), _select(parent, routed)
+        moved = child["instance"] != parent["instance"]
         bs = max(self.block_size, 1)
-        held = np.minimum(parent["input_len"].to_numpy() + parent["output_len"].to_numpy(),
-                          child["input_len"].to_numpy())
+        held = np.minimum(parent["input_len"] + parent["output_len"], child["input_len"])
         opportunity = held // bs * bs
-        lost = np.maximum(opportunity - child["hit_hbm"].to_numpy() - child["hit_dram"].to_numpy(), 0)
+        lost = np.maximum(opportunity - child["hit_hbm"] - child["hit_dram"], 0)
         total = float(opportunity.sum())
-        queued = _queued_prefill(self.requests, routable, np.sort(ts["time"].unique()))
+        n_child = len(child["parent"])
+        routable = np.sort(inst["instance"][inst["role"] != "decode"])
+        queued = _queued_prefill(full, routable, np.unique(ts["time"]))
         mean_queued = float(queued.mean()) if queued.size else 0.0
-        prefill = rq[rq["instance"].isin(routable)].groupby("instance")["prefill_tokens"].sum()
+        mine = np.isin(rq["instance"], routable)
+        _, order, starts = _groups(rq["instance"][mine])
+        prefill = _group_reduce(np.add, rq["prefill_tokens"][mine], order, starts)
         return {
             "imbalance_waiting_time_avg": over_time("waiting"),
             "imbalance_running_time_avg": over_time("running"),
-            "n_followups_routed": int(len(child)),
-            "followup_moved_share": float(moved.mean()) if len(child) else float("nan"),
+            "n_followups_routed": int(n_child),
+            "followup_moved_share": float(moved.mean()) if n_child else float("nan"),
             "local_reuse_opportunity_tokens": int(total),
             "local_reuse_lost_moved_share": float(lost[moved].sum()) / total if total else float("nan"),
             "local_reuse_lost_stayed_share": float(lost[~moved].sum()) / total if total else float("nan"),
@@ -317,9 +429,10 @@ class SimResult:
     def kpis(self, since: float | None = None) -> dict:
         """The session-scheduler blueprint's KPIs (see the module docstring); ``since`` as for :meth:`summary`."""
         s = self.summary(since)
-        rq = self.measured(since)
+        rq = self._measured(since)
         _, span = _sessions(rq)
-        busy = self.instances.loc[self.instances["role"] != "decode", "busy_time"].to_numpy(dtype=float)
+        inst = self.columns("instances")
+        busy = inst["busy_time"][inst["role"] != "decode"].astype(float)
         keep = ("n_sessions", "n_sessions_completed", "session_time_mean", "session_time_p50", "session_time_p99",
                 "latency_p50", "latency_p90", "latency_p99", "ttft_p50", "ttft_p90", "ttft_p99",
                 "queue_wait_p99", "queue_wait_max", "sessions_starved_frac", "throughput_tps", "goodput_tps")
@@ -336,12 +449,14 @@ class SimResult:
 
     def to_csv(self, directory) -> list[Path]:
         """Write requests.csv, instances.csv, timeseries.csv and summary.csv (+ summary.json); return the paths."""
+        import pandas as pd
+
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
-        for name, df in (("requests", self.requests), ("instances", self.instances), ("timeseries", self.timeseries)):
+        for name in TABLES:
             path = out / f"{name}.csv"
-            df.to_csv(path, index=False)
+            self._frame(name).to_csv(path, index=False)
             paths.append(path)
         summary = self.summary()
         meta = {"policy": self.policy, "load": self.load, "seed": self.seed, "engine": self.engine,
@@ -373,7 +488,7 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     done = raw.reason == REASON_COMPLETED
     ttft_ok = ~np.isnan(ttft) & (ttft <= ttft_limit)
     hits = raw.hit_hbm + raw.hit_dram + raw.hit_global
-    requests = pd.DataFrame({
+    requests = {
         "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn, "parent": inp.parent,
         "instance": raw.instance, "decode_instance": raw.decode_instance,
         "scheduled": inp.arrival, "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token,
@@ -388,28 +503,28 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
         # the decode estimate the queue discipline used, only when it is not the true one (an estimator)
         **({"decode_est": raw.decode_est, "decode_true": inp.decode_est}
            if cluster.queue.estimator != "oracle" else {}),
-    })
-    roles = (["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
-             if inp.disaggregated else ["colocated"] * inp.n_instances)
+    }
+    roles = np.asarray(["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
+                       if inp.disaggregated else ["colocated"] * inp.n_instances, dtype=object)
     work = raw.inst_prefill_tokens + (0 if inp.disaggregated else raw.inst_decode_tokens)
     window = float(np.nanmax(raw.finish) - raw.arrival.min()) if done.any() else float("nan")
-    instances = pd.DataFrame({
+    instances = {
         "instance": np.arange(inp.n_instances), "role": roles, "routed": raw.inst_routed,
         "prefill_tokens": raw.inst_prefill_tokens, "decode_tokens": raw.inst_decode_tokens, "work": work,
         "iterations": raw.inst_iterations, "busy_time": raw.inst_busy, "preemptions": raw.inst_preemptions,
-        "utilization": raw.inst_busy / window if window > 0 else np.nan,
-        "kv_peak_blocks": raw.inst_kv_peak, "kv_capacity_blocks": inp.hbm_blocks,
+        "utilization": raw.inst_busy / window if window > 0 else np.full(inp.n_instances, np.nan),
+        "kv_peak_blocks": raw.inst_kv_peak, "kv_capacity_blocks": np.full(inp.n_instances, inp.hbm_blocks),
         "dram_read_bytes": raw.inst_dram_read, "global_read_bytes": raw.inst_global_read,
         "pd_read_bytes": raw.inst_pd_read,
-    })
+    }
     n_inst, n_samples, n_fields = raw.timeseries.shape  # no samples when every request was rejected
     ts = raw.timeseries.reshape(n_inst * n_samples, n_fields)
-    timeseries = pd.DataFrame({
+    timeseries = {
         "time": np.tile(inp.arrival[0] + np.arange(n_samples) * raw.sample_dt, n_inst),
         "instance": np.repeat(np.arange(n_inst), n_samples),
         "waiting": ts[:, TS_WAITING], "running": ts[:, TS_RUNNING], "kv_used": ts[:, TS_KV_USED],
         "kv_used_frac": ts[:, TS_KV_USED] / inp.hbm_blocks, "busy": ts[:, TS_RUNNING] > 0,
-    })
+    }
     return SimResult(requests=requests, instances=instances, timeseries=timeseries, cluster=cluster,
                      policy=policy, params=dict(params or {}), load=load, seed=seed,
                      block_size=inp.block_size, engine=engine, wall_time=wall_time,

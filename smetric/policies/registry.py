@@ -8,8 +8,7 @@ and one branch in :mod:`smetric.policies.dispatch`.
 from __future__ import annotations
 
 import difflib
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from . import (
     affinity,
@@ -27,6 +26,9 @@ from . import (
     vllm_router,
 )
 from .spec import PolicySpec
+
+if TYPE_CHECKING:  # pandas is imported only where a DataFrame is built (start-up of the simulate path)
+    import pandas as pd
 
 _REGISTRY: dict[str, PolicySpec] = {}
 
@@ -56,6 +58,8 @@ def available() -> list[PolicySpec]:
 
 def describe(names: list[str] | None = None) -> pd.DataFrame:
     """One row per (policy, parameter): default, allowed values, summary, source and signals."""
+    import pandas as pd
+
     specs = [get(n) for n in names] if names else available()
     return pd.DataFrame([row for spec in specs for row in spec.describe()])
 

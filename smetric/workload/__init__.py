@@ -5,7 +5,6 @@ from .catalog import TRACES, data_dir, trace_names, trace_path
 from .characterize import characterize, prefix_reuse, session_token_lorenz
 from .core import Workload, WorkloadError, n_blocks_for
 from .errors import TraceFormatError, TraceNoteWarning, TraceSkipWarning
-from .harness import HarnessWorkload, harness_workload
 from .kvcache_tester import Conversations, read_conversations
 from .loaders import FORMATS, LoadedTrace, TraceLimits, detect_format, load_trace, read_trace
 from .sessions import infer_sessions
@@ -23,14 +22,21 @@ __all__ = ["Workload", "WorkloadError", "n_blocks_for",
            "synth_chat_workload", "synth_workload",
            "characterize", "prefix_reuse", "session_token_lorenz"]
 
-_SYNTHETIC = ("AGENT", "CHAT", "PRESETS", "SessionWorkloadConfig", "get_preset", "synth_agent_workload",
-              "synth_chat_workload", "synth_workload")
+# Lazy exports, module -> names (none named like its module, whose import would rebind the package attribute):
+# the synthetic generator imports scipy and the harness generators build their own tables, neither of which
+# reading or simulating a trace needs.
+_LAZY = {
+    "synthetic": ("AGENT", "CHAT", "PRESETS", "SessionWorkloadConfig", "get_preset", "synth_agent_workload",
+                  "synth_chat_workload", "synth_workload"),
+    "harness": ("HarnessWorkload", "harness_workload"),
+}
 
 
 def __getattr__(name: str):
-    """Lazy exports of the synthetic generator (it imports scipy, which reading a trace does not need)."""
-    if name in _SYNTHETIC:
-        from . import synthetic
+    """The lazy exports (``_LAZY``), imported on first use."""
+    import importlib
 
-        return getattr(synthetic, name)
+    for module, names in _LAZY.items():
+        if name in names:
+            return getattr(importlib.import_module(f".{module}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

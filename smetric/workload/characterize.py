@@ -19,13 +19,16 @@ flat :class:`pandas.Series`; :func:`session_token_lorenz` gives the session-skew
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numba import njit, types
 from numba.typed import Dict
 
 from .core import Workload
+
+if TYPE_CHECKING:  # pandas is imported only where a DataFrame is built (start-up of the simulate path)
+    import pandas as pd
 
 __all__ = ["DEFAULT_LRU_BLOCKS", "characterize", "prefix_reuse", "session_token_lorenz", "session_tokens"]
 
@@ -146,6 +149,8 @@ def prefix_reuse(workload: Workload, lru_blocks: Sequence[int] = ()) -> pd.DataF
     requests of the same session), ``matched_blocks``, ``reuse_distance`` (s; NaN without a hit),
     and ``lru_hit_tokens_<C>`` for each capacity ``C`` (in blocks) of ``lru_blocks``.
     """
+    import pandas as pd
+
     caps = [int(c) for c in lru_blocks]
     if any(c <= 0 for c in caps):
         raise ValueError(f"lru_blocks must be positive block counts, got {tuple(lru_blocks)}")
@@ -178,6 +183,8 @@ def session_token_lorenz(workload: Workload, n_points: int = 101) -> pd.DataFram
 
     Returns ``n_points`` rows with columns ``session_share`` (0..1) and ``token_share`` (0..1).
     """
+    import pandas as pd
+
     tokens = np.sort(session_tokens(workload))[::-1]
     cum = np.concatenate([[0.0], np.cumsum(tokens) / max(tokens.sum(), 1)])
     x = np.linspace(0.0, 1.0, n_points)
@@ -220,6 +227,8 @@ def characterize(
     prompt and reply lengths (tokens). Pass a precomputed
     :func:`prefix_reuse` frame (with the same ``lru_blocks``) as ``reuse`` to avoid recomputing it.
     """
+    import pandas as pd
+
     if min_match_blocks < 1:
         raise ValueError(f"min_match_blocks must be >= 1, got {min_match_blocks}")
     if len(workload) == 0:

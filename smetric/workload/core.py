@@ -8,9 +8,12 @@ whole prefix up to and including block ``j`` is equal. Every prompt carries exac
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported only where a DataFrame is built (start-up of the simulate path)
+    import pandas as pd
 
 __all__ = ["Workload", "WorkloadError", "n_blocks_for"]
 
@@ -251,6 +254,8 @@ class Workload:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per request (no block ids; ``n_blocks`` instead)."""
+        import pandas as pd
+
         return pd.DataFrame({
             "arrival": self.arrival, "input_len": self.input_len, "output_len": self.output_len,
             "session": self.session, "turn": self.turn, "parent": self.parent, "gap": self.gap,
