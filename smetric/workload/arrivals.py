@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize
 
 from .core import Workload
 
@@ -240,6 +239,8 @@ def fit_mmpp(stats: dict[str, float], rate: float, windows: Sequence[float] = BU
     """The ``mmpp`` process whose :func:`mmpp_dispersion` at mean ``rate`` best matches the measured
     ``iod_<w>s`` (least squares of log dispersion over ``windows``; the autocorrelation time is bounded
     to [0.1 s, 1 h]). Raises ``ValueError`` when no measured window is over-dispersed (Poisson fits)."""
+    from scipy import optimize  # only for fitting (start-up: not on the simulate path)
+
     w = np.asarray(windows, dtype=float)
     target = np.array([stats[f"iod_{x:g}s"] for x in windows], dtype=float)
     keep = np.isfinite(target) & (target > 1.0)
