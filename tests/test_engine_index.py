@@ -42,6 +42,15 @@ def index_from(n: int):
         yield
 
 
+@contextlib.contextmanager
+def holders_at_most(n: int):
+    """Bound the enumerated holders at ``n`` (:data:`~smetric.cluster.engine.SPARSE_HOLDERS`): on small clusters
+    the shared system prompt is then "widely held", as on large ones."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "SPARSE_HOLDERS", n)
+        yield
+
+
 def run_both(inp):
     """(indexed run, full-view run) of ``inp``, after checking that the index was (and was not) used."""
     with index_from(1):
@@ -106,6 +115,51 @@ def test_index_decides_as_the_full_view_on_busy_clusters(policy, params, n_insta
     if cluster.patience is not None:
         assert (on.reason == REASON_ABANDONED).any()  # the case exercises abandonment
     assert len(np.unique(on.instance)) > n_instances // 2  # the case spreads over the cluster
+
+
+@pytest.mark.parametrize("policy, params", INDEXED[:5])
+@pytest.mark.parametrize("holders", [1, 3])
+@pytest.mark.parametrize("n_instances, extra", [
+    (12, {}),
+    (16, {"dram_gb": 0.05, "global_store": store(capacity_gb=0.5), "hit_granularity": 16, "cache_replies": True}),
+    (12, {"router": RouterInfo(router_replicas=3, refresh_s=0.05)}),
+])
+def test_index_decides_widely_held_prefixes_as_the_full_view(policy, params, holders, n_instances, extra):
+    """Follow-ups whose own blocks left every cache but whose long shared prefix is widely held (the common case
+    at scale: before this case was indexed, about half of these arrivals needed the full view) are decided by the
+    index, as the full view decides them."""
+    wl = agent_workload(3, n_sessions=30 * n_instances, max_turns=5, span=6.0, first_prompt=(20, 300),
+                        appended=(10, 200), output=(1, 200), system_prompt=800)
+    cluster = small_cluster(kv_tokens=4_000, n_instances=n_instances, block_size=16, max_num_seqs=8,
+                            max_batched_tokens=1024, **extra)
+    inp = prepare(wl, cluster, policy, params, load=3.0, seed=4, n_samples=40)
+    counts = {}
+    with holders_at_most(holders):
+        with index_from(1):
+            on = engine.run_engine(inp, counters=counts)
+        with index_from(10**9):
+            off = engine.run_engine(inp)
+    assert_identical(on, off)
+    assert counts["full_views"] < 0.1 * counts["arrivals"], counts  # the index decided nearly every arrival
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), router_infos(), st.sampled_from(INDEXED[:5]))
+def test_index_with_one_holder_decides_as_the_full_view_on_random_cases(case, info, policy):
+    wl, cluster, _, load, seed = case
+    inp = prepare(wl, dataclasses.replace(cluster, router=info), policy[0], policy[1], load=load, seed=seed,
+                  n_samples=50)
+    with holders_at_most(1):
+        on, off = run_both(inp)
+    assert_identical(on, off)
+
+
+def test_full_view_counter_counts_every_arrival_without_the_index():
+    inp = prepare(*_busy(8, 1), "smetric", load=3.0, seed=1, n_samples=20)
+    counts = {}
+    with index_from(10**9):
+        engine.run_engine(inp, counters=counts)
+    assert counts["arrivals"] == inp.n and counts["full_views"] == inp.n
 
 
 def test_index_is_used_only_where_the_rule_allows_it():

@@ -298,7 +298,8 @@ HS_BLOCK, HS_REF, HS_PREV, HS_NEXT = range(4)
 DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
 G_HEAD, G_TAIL, G_SIZE, G_AHN, G_ARRIVED, G_CLOCK_BACK, G_QSTEP, G_PHEAD, G_PTAIL, G_PCOUNT, G_PNEXT = range(11)
-N_GI = 11
+G_FULL_VIEWS = 11  # arrivals decided on the full view (the routing index could not tell, or is off)
+N_GI = 12
 GF_NOW, GF_WRITE, GF_PLAST, GF_SAMPLE_DT, GF_QUEUE = range(5)
 # ---- incremental KV allocation: per-request (st.pre) tokens generated before its last preemption,
 # preemptions, admission sequence number; per-instance (st.ipre) preemptions, entries of the block-allocation
@@ -1728,14 +1729,17 @@ def _sp_cost(d, prompt, hit):
 
 
 @njit(cache=True, _nrt=False)
-def _sp_value(d, st, r, i, k, kind, blocks, kg):
+def _sp_value(d, st, r, i, k, kind, blocks, kg, want):
     """Exact value of instance ``i`` for request ``r`` (replica ``k``): ``kind`` 0 the policy's score, 1 SMETRIC's
-    load (its SLO guard), with the policy's own float operations."""
+    load (its SLO guard), with the policy's own float operations; inf unless its local hit is ``want`` (when
+    ``want >= 0``)."""
     if d.sparse == SP_LL_INFLIGHT:
         return float(st.rinf[k, i])
     if d.sparse == SP_LL_QTOKENS:
         return _sp_column(d, st, i)
-    h3 = _hit_tokens(d, st, i, r, blocks, kg)[5]
+    _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+    if want >= 0.0 and float(h2) != want:
+        return np.inf
     load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
     if kind == 1:
         return load
@@ -1756,8 +1760,9 @@ def _sp_bound(d, st, j, k, kind, clb):
 
 
 @njit(cache=True, _nrt=False)
-def _sp_min(d, st, r, k, blocks, kg, clb, best):
-    """The smallest score below ``best`` over the instances (branch and bound), else ``best``."""
+def _sp_min(d, st, r, k, blocks, kg, clb, best, want):
+    """The smallest score below ``best`` over the instances (branch and bound; those whose local hit is ``want``
+    when ``want >= 0``), else ``best``."""
     size = d.sp_size
     stack = st.sp_stack
     stack[0, 0] = 1
@@ -1768,7 +1773,7 @@ def _sp_min(d, st, r, k, blocks, kg, clb, best):
         if _sp_bound(d, st, j, k, 0, clb) >= best:
             continue
         if j >= size:
-            best = min(best, _sp_value(d, st, r, j - size, k, 0, blocks, kg))
+            best = min(best, _sp_value(d, st, r, j - size, k, 0, blocks, kg, want))
             continue
         a, b = 2 * j, 2 * j + 1
         if _sp_bound(d, st, a, k, 0, clb) > _sp_bound(d, st, b, k, 0, clb):
@@ -1780,8 +1785,9 @@ def _sp_min(d, st, r, k, blocks, kg, clb, best):
 
 
 @njit(cache=True, _nrt=False)
-def _sp_first(d, st, r, k, kind, blocks, kg, clb, lo, hi, limit):
-    """The lowest instance in ``[lo, hi)`` whose exact value (``kind``) is <= ``limit``, or -1."""
+def _sp_first(d, st, r, k, kind, blocks, kg, clb, lo, hi, limit, want):
+    """The lowest instance in ``[lo, hi)`` whose exact value (``kind``; ``want`` as in :func:`_sp_value`) is
+    <= ``limit``, or -1."""
     size = d.sp_size
     stack = st.sp_stack
     stack[0, 0], stack[1, 0], stack[2, 0] = 1, 0, size  # node, its first leaf, its leaves
@@ -1792,7 +1798,7 @@ def _sp_first(d, st, r, k, kind, blocks, kg, clb, lo, hi, limit):
         if first >= hi or first + span <= lo or _sp_bound(d, st, j, k, kind, clb) > limit:
             continue
         if span == 1:
-            if _sp_value(d, st, r, first, k, kind, blocks, kg) <= limit:
+            if _sp_value(d, st, r, first, k, kind, blocks, kg, want) <= limit:
                 return first
             continue
         half = span // 2
@@ -1855,10 +1861,10 @@ def _sp_balance(d, st, r, k, blocks, kg, clb, ne, start):
     best = np.inf
     for e in range(ne):
         best = min(best, st.sp_val[e, 1])
-    best = _sp_min(d, st, r, k, blocks, kg, clb, best)
-    chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, start, n, best)
+    best = _sp_min(d, st, r, k, blocks, kg, clb, best, -1.0)
+    chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, start, n, best, -1.0)
     if chosen < 0:
-        chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, 0, start, best)
+        chosen = _sp_first(d, st, r, k, 0, blocks, kg, clb, 0, start, best, -1.0)
     for e in range(ne):
         i = st.sp_buf[e]
         if st.sp_val[e, 1] == best and (chosen < 0 or (i - start) % n < (chosen - start) % n):
@@ -1867,10 +1873,67 @@ def _sp_balance(d, st, r, k, blocks, kg, clb, ne, start):
 
 
 @njit(cache=True, _nrt=False)
+def _sp_stick(d, st, r, k, blocks, kg, clb, ne, i, hit, load):
+    """SMETRIC's stick test of a follow-up on its longest-local-hit instance ``i`` (local ``hit``, ``load``):
+    ``i`` when the request stays there, else -1 (balance)."""
+    p = d.params
+    if not (hit > 0.0 and hit >= p[smetric_policy._HIT_RATIO] * float(d.history[r])):
+        return -1
+    if p[smetric_policy._GUARD] != smetric_policy._SLO:
+        return i
+    slo = p[smetric_policy._TTFT_BASE] + p[smetric_policy._TTFT_PER_1K] * float(d.input_len[r]) / 1000.0
+    budget = p[smetric_policy._SLACK] * p[smetric_policy._RATE] * slo
+    if load <= budget:
+        return i
+    meets = _sp_first(d, st, r, k, 1, blocks, kg, clb, 0, d.n_routable, budget, -1.0) >= 0
+    for e in range(ne):
+        meets = meets or st.sp_val[e, 2] <= budget
+    return -1 if meets else i
+
+
+@njit(cache=True, _nrt=False)
+def _sp_widest(d, st, r, k, blocks, kg, clb, js):
+    """The longest-local-hit instance of a follow-up none of whose routable instances holds prompt block ``js``
+    (so every local prefix is at most ``js`` blocks; block ``js - 1`` is widely held): (instance, its local hit,
+    its load), ties to the lowest score, then the lowest index; (-1, 0, 0) when the index cannot tell."""
+    L = d.input_len[r]
+    base = js * d.block_size
+    if js < 1 or base > L - 1:  # no shared prefix, or the L - 1 cap could tie shorter prefixes with it
+        return -1, 0.0, 0.0
+    if d.tail_pos[r] == js and min(base + d.tail_tok[r], L - 1) > base:  # holders of the tail hit further
+        b = d.tail_id[r]
+        if st.h_count[b] > d.sp_holders:
+            return -1, 0.0, 0.0
+        want = float(min(base + d.tail_tok[r], L - 1))
+        best_i, best_s, best_load = -1, np.inf, 0.0
+        for tier in range(2):
+            e = st.h_head[tier, b]
+            cap = d.hbm_blocks if tier == 0 else d.dram_slots
+            links = st.h_hl if tier == 0 else st.h_dl
+            while e >= 0:
+                i = e // cap
+                if i < d.n_routable:
+                    _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+                    if float(h2) == want:
+                        load = _sp_column(d, st, i) + _sp_cost(d, float(L), float(h3))
+                        score = load * (float(st.rinf[k, i]) + 1.0)
+                        if score < best_s or (score == best_s and i < best_i):
+                            best_i, best_s, best_load = i, score, load
+                e = links[0, e]
+        if best_i >= 0:
+            return best_i, want, best_load
+    want = float(base)
+    best = _sp_min(d, st, r, k, blocks, kg, clb, np.inf, want)
+    if best == np.inf:
+        return -1, 0.0, 0.0
+    i = _sp_first(d, st, r, k, 0, blocks, kg, clb, 0, d.n_routable, best, want)
+    return i, want, _sp_value(d, st, r, i, k, 1, blocks, kg, -1.0)
+
+
+@njit(cache=True, _nrt=False)
 def _sp_smetric(d, st, r, k, blocks):
     """SMETRIC's decision (:func:`smetric.policies.smetric_policy.choose`) from the index, or -1 when it needs
     the full view."""
-    p = d.params
     L = d.input_len[r]
     prompt = float(L)
     kg = _global_prefix(d, st, blocks)
@@ -1884,26 +1947,23 @@ def _sp_smetric(d, st, r, k, blocks):
                     st.sp_val[e, 0] == st.sp_val[prev, 0] and (st.sp_val[e, 1] < st.sp_val[prev, 1] or (
                         st.sp_val[e, 1] == st.sp_val[prev, 1] and st.sp_buf[e] < st.sp_buf[prev]))):
                 prev = e
-        need = p[smetric_policy._HIT_RATIO] * float(d.history[r])
         if prev >= 0 and st.sp_val[prev, 0] > h2_ub:
-            hit = st.sp_val[prev, 0]
-            if hit > 0.0 and hit >= need:
-                if p[smetric_policy._GUARD] != smetric_policy._SLO:
-                    return st.sp_buf[prev]
-                slo = p[smetric_policy._TTFT_BASE] + p[smetric_policy._TTFT_PER_1K] * prompt / 1000.0
-                budget = p[smetric_policy._SLACK] * p[smetric_policy._RATE] * slo
-                if st.sp_val[prev, 2] <= budget:
-                    return st.sp_buf[prev]
-                meets = _sp_first(d, st, r, k, 1, blocks, kg, clb, 0, d.n_routable, budget) >= 0
-                for e in range(ne):
-                    meets = meets or st.sp_val[e, 2] <= budget
-                if not meets:
-                    return st.sp_buf[prev]
+            stay = _sp_stick(d, st, r, k, blocks, kg, clb, ne, st.sp_buf[prev], st.sp_val[prev, 0],
+                             st.sp_val[prev, 2])
+            if stay >= 0:
+                return stay
         else:
             top = h2_ub if prev < 0 else max(h2_ub, st.sp_val[prev, 0])
-            if top > 0.0 and top >= need:
-                return -1
-    slot = int(p[smetric_policy._INDEX_SIZE])
+            if top > 0.0 and top >= d.params[smetric_policy._HIT_RATIO] * float(d.history[r]):
+                if prev >= 0:
+                    return -1
+                i, hit, load = _sp_widest(d, st, r, k, blocks, kg, clb, js)
+                if i < 0:
+                    return -1
+                stay = _sp_stick(d, st, r, k, blocks, kg, clb, ne, i, hit, load)
+                if stay >= 0:
+                    return stay
+    slot = int(d.params[smetric_policy._INDEX_SIZE])
     chosen = _sp_balance(d, st, r, k, blocks, kg, clb, ne, int(st.pstate[k, slot]))
     st.pstate[k, slot] = (chosen + 1) % d.n_routable
     return chosen
@@ -1917,8 +1977,8 @@ def _sp_route(d, st, r):
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     if d.sparse == SP_SMETRIC_ATTN or d.sparse == SP_SMETRIC_TOKENS:
         return _sp_smetric(d, st, r, k, blocks)
-    best = _sp_min(d, st, r, k, blocks, 0, 0.0, np.inf)
-    return _sp_first(d, st, r, k, 0, blocks, 0, 0.0, 0, d.n_routable, best)
+    best = _sp_min(d, st, r, k, blocks, 0, 0.0, np.inf, -1.0)
+    return _sp_first(d, st, r, k, 0, blocks, 0, 0.0, 0, d.n_routable, best, -1.0)
 
 
 @njit(cache=True)  # with the runtime: numba compiles route (which allocates) with this function's flags
@@ -1942,6 +2002,7 @@ def _arrive(d, st, r, t):
     i = _sp_route(d, st, r) if d.sparse != SP_OFF else -1
     indexed = i >= 0
     if not indexed:
+        st.gi[G_FULL_VIEWS] += 1
         _build_view(d, st, r, t)
         q = st.reqv
         q[pb.R_INPUT_LEN] = L
@@ -2193,8 +2254,10 @@ def state_bytes(inp: EngineInput) -> int:
     return int(sum(a.nbytes for a in _make_state(inp, _make_data(inp))))
 
 
-def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) -> RawRun:
-    """Run the numba engine on ``inp`` (``inp`` is not modified); optionally with a progress bar."""
+def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000, counters: dict | None = None) -> RawRun:
+    """Run the numba engine on ``inp`` (``inp`` is not modified); optionally with a progress bar. A ``counters``
+    dict receives the run's routing counts: ``arrivals``, ``full_views`` (arrivals decided on the full view: the
+    routing index off, or unable to tell; the rest it decided alone)."""
     d = _make_data(inp)
     st = _make_state(inp, d)
     if not progress:
@@ -2209,6 +2272,8 @@ def run_engine(inp: EngineInput, progress: bool = False, chunk: int = 20_000) ->
                 done = _run(d, st, chunk)
                 bar.update(int(st.gi[G_ARRIVED]) - before)
     _finalize(d, st)
+    if counters is not None:
+        counters.update(arrivals=int(st.gi[G_ARRIVED]), full_views=int(st.gi[G_FULL_VIEWS]))
     if st.gi[G_CLOCK_BACK]:
         raise RuntimeError(f"engine clock went backwards {st.gi[G_CLOCK_BACK]} times")
     return _raw(inp, st)
