@@ -278,3 +278,12 @@ def test_view_columns_the_index_reads_are_the_view_s():
             engine._run(d, st_, 40)
             engine._build_view(d, st_, 0, st_.gf[engine.GF_NOW])
             assert np.array_equal(st_.vbuf[:, col], [engine._sp_column(d, st_, i) for i in range(d.n_routable)])
+
+
+@pytest.mark.parametrize("policy", ["round-robin", "random"])
+def test_view_free_policies_skip_the_view_and_decide_as_the_reference(policy):
+    inp = prepare(*_busy(6, 2, dram_gb=0.02), policy, load=3.0, seed=3, n_samples=20)
+    counts = {}
+    run = engine.run_engine(inp, counters=counts)
+    assert counts["full_views"] == 0 and counts["arrivals"] == inp.n
+    assert_same_run(run, run_reference(inp))

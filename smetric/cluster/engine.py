@@ -329,7 +329,7 @@ EngineData = namedtuple("EngineData", [
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
     "decode_true", "waiter_offsets", "waiters", "abandon", "patience", "sparse", "sp_size",
-    "sp_holders"])
+    "sp_holders", "view_free"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
@@ -2002,8 +2002,9 @@ def _arrive(d, st, r, t):
     i = _sp_route(d, st, r) if d.sparse != SP_OFF else -1
     indexed = i >= 0
     if not indexed:
-        st.gi[G_FULL_VIEWS] += 1
-        _build_view(d, st, r, t)
+        if not d.view_free:  # a policy that reads no view column is given the (stale) buffer unfilled
+            st.gi[G_FULL_VIEWS] += 1
+            _build_view(d, st, r, t)
         q = st.reqv
         q[pb.R_INPUT_LEN] = L
         q[pb.R_TURN] = d.turn[r]
@@ -2028,7 +2029,7 @@ def _arrive(d, st, r, t):
     st.ii[i, II_CTX] += L
     st.ii[i, II_ROUTED] += 1
     st.ii[i, II_NQUEUED] += 1
-    if d.kv_delay > 0.0 or indexed:  # the engine's own queue accounting uses the real hit, not the router's
+    if d.kv_delay > 0.0 or indexed or d.view_free:  # the engine's queue accounting uses the real hit
         _, _, _, _, _, hit = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     else:
         hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
@@ -2118,7 +2119,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         router_clock=bool(inp.refresh_s > 0 or inp.kv_refresh_s > 0), decode_true=inp.decode_est,
         waiter_offsets=inp.waiter_offsets, waiters=inp.waiters,
         abandon=inp.patience is not None, patience=inp.patience if inp.patience is not None else np.zeros(1),
-        sparse=_sparse_mode(inp), sp_size=tree_size(inp.n_routable), sp_holders=SPARSE_HOLDERS)
+        sparse=_sparse_mode(inp), sp_size=tree_size(inp.n_routable), sp_holders=SPARSE_HOLDERS,
+        view_free=inp.pid in load_only.VIEW_FREE_PIDS)
 
 
 def _sparse_mode(inp: EngineInput) -> int:

@@ -19,6 +19,8 @@ PID_ROUND_ROBIN = 0
 PID_LEAST_LOAD = 1
 PID_POWER_OF_TWO = 2
 PID_RANDOM = 16
+#: policies that read no column of the view (only its row count): the engine skips building it for them
+VIEW_FREE_PIDS = (PID_ROUND_ROBIN, PID_RANDOM)
 
 _SIGNALS_TEXT = ("in-flight requests (router-side count, exact), or queued prefill tokens / running batch "
                  "size (engine state: exact here, scraped or polled every few seconds by real routers)")
