@@ -7,7 +7,7 @@ Peers, used where installed (``benchmarks/README.md`` says how to install each; 
   ``$SMETRIC_SPLITWISESIM`` (default ``build/peers/splitwise-sim``), run as its ``run.py`` with the baseline
   start state on 40 DGX-H100 servers (one Llama-2-70B TP8 instance each), ``round_robin`` scheduler,
   ``performance_model=db``; the trace converted to its CSV columns.
-* **BLIS** (Go, inference-sim/inference-sim): the ``simulation_worker`` binary at ``$SMETRIC_BLIS`` (default
+* **BLIS** (Go, inference-sim/inference-sim, pinned to commit c4950de): the ``simulation_worker`` binary at ``$SMETRIC_BLIS`` (default
   ``build/peers/inference-sim/simulation_worker``, else on PATH), ``run --workload traces`` with 40 instances,
   ``round-robin``; the model is ``meta-llama/llama-3.3-70b-instruct`` on H100 TP8, the 70B model BLIS ships
   coefficients for (an assumption: the simulators' speed is compared, not their predictions). Prompt token ids are
@@ -39,6 +39,10 @@ from benchmarks.common import Row, print_rows, run_process
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = 40
 SPLITWISE_COMMIT = "8f99e7d"
+# The last BLIS commit whose ``run --workload traces`` replays a CSV trace request by request with its blackbox
+# latency model by default: 3bdc6fe (2026-02-27) averages the CSV's token lengths, 3a825cc makes the roofline
+# model (HuggingFace configs) the default, a529ff4 (2026-03-15) removes the CSV trace path.
+BLIS_COMMIT = "c4950de"
 BLIS_MODEL = "meta-llama/llama-3.3-70b-instruct"
 SMETRIC_COMMAND = ["-m", "smetric.cli", "simulate", "--trace", "azure-conv", "--policy", "round-robin",
                    "--instances", str(INSTANCES), "--model", "llama-2-70b", "--gpu", "h100", "--tp", "8", "--json"]
@@ -71,6 +75,11 @@ class Peer:
 
 
 def _git_head(path: Path) -> str:
+    """The short commit of the checkout rooted at ``path``; "unknown commit" for anything else (an exported
+    tree inside another repository, this package's own among them, must not report that repository's commit)."""
+    top = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != Path(path).resolve():
+        return "unknown commit"
     proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True)
     return proc.stdout.strip() if proc.returncode == 0 else "unknown commit"
 
@@ -104,7 +113,10 @@ def find_blis(env=os.environ) -> Peer | str:
     command = (str(binary), "run", "--model", BLIS_MODEL, "--hardware", "H100", "--tp", "8",
                "--num-instances", str(INSTANCES), "--routing-policy", "round-robin", "--workload", "traces",
                "--workload-traces-filepath", "{trace}", "--results-path", "{out}/results.json")
-    return Peer("BLIS", command, binary.parent, _git_head(binary.parent))
+    version = _git_head(binary.parent)
+    if not version.startswith(BLIS_COMMIT):
+        version += f", not the pinned {BLIS_COMMIT}"
+    return Peer("BLIS", command, binary.parent, version)
 
 
 def write_splitwise_trace(workload, path: Path) -> None:
