@@ -179,6 +179,28 @@ def test_azure_keeps_100ns_precision_and_gives_fresh_blocks(tmp_path):
     assert list(w.session) == [0, 1, 2] and np.all(w.parent == -1) and np.all(w.turn == 0)
 
 
+@pytest.mark.parametrize("trace", ["azure-conv", "azure-code"])
+def test_azure_columns_at_once_equal_the_row_by_row_parse(trace, monkeypatch):
+    import smetric.workload.loaders as loaders
+
+    fast = load_trace(trace)
+    monkeypatch.setattr(loaders, "_azure_columns", lambda texts, limits: None)
+    slow = load_trace(trace)
+    for name in ("arrival", "input_len", "output_len", "session", "block_offsets", "block_ids"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+
+
+@pytest.mark.parametrize("row", ["2023-11-16 18:15:46.0000000,40", "2023-11-16 18:15:45.0000000,40,4",
+                                 "NaT,40,4", "2023-11-16 18:15:47.0000000,-3,4", "2023-11-16 18:15:47.0000000,4,x",
+                                 "1500-01-01 00:00:00,4,4"])
+def test_azure_columns_leave_every_bad_row_to_the_row_by_row_parser(row):
+    from smetric.workload.loaders import TraceLimits, _azure_columns
+
+    good = "2023-11-16 18:15:46.6805900,40,4"
+    assert _azure_columns([good, good], TraceLimits()) is not None
+    assert _azure_columns([good, row], TraceLimits()) is None
+
+
 def test_tracelab_rounds_chain_share_prefix_and_gap_from_parent_completion(tmp_path):
     def events(*pairs):
         return [{"event_type": k, "timestamp": f"2026-06-01T05:40:{s:06.3f}Z"} for k, s in pairs]
