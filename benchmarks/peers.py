@@ -10,8 +10,9 @@ Peers, used where installed (``benchmarks/README.md`` says how to install each; 
 * **BLIS** (Go, inference-sim/inference-sim, pinned to commit c4950de): the ``simulation_worker`` binary at
   ``$SMETRIC_BLIS`` (default ``build/peers/inference-sim/simulation_worker``, else on PATH),
   ``run --workload traces`` with 40 instances, ``round-robin``; the model is ``meta-llama/llama-3.3-70b-instruct``
-  on H100 TP8, the 70B model BLIS ships coefficients for (an assumption: the simulators' speed is compared, not their predictions). Prompt token ids are
-  unique per request, so BLIS finds no prefix hits the trace does not have (the Azure trace has no content).
+  on H100 TP8, the 70B model BLIS ships coefficients for (an assumption: the simulators' speed is compared, not
+  their predictions). Prompt token ids are unique per request, so BLIS finds no prefix hits the trace does not
+  have (the Azure trace has no content).
 
 The comparison runs ``pairs`` interleaved pairs (peer, this package's ``smetric simulate`` process on the same
 trace and cluster), each timed from outside (wall, and the child's user + system CPU); the ratio is taken pair by
