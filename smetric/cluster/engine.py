@@ -1818,6 +1818,25 @@ def _sp_first(d, st, r, k, kind, blocks, kg, clb, lo, hi, limit, want):
 
 
 @njit(cache=True, _nrt=False)
+def _sp_enumerate(d, st, r, b):
+    """Write into ``st.sp_buf`` the routable instances holding block ``b`` (HBM or DRAM), each once (marked with
+    ``r`` in ``st.sp_mark``); returns their count."""
+    count = 0
+    for tier in range(2):
+        e = st.h_head[tier, b]
+        cap = d.hbm_blocks if tier == 0 else d.dram_slots
+        links = st.h_hl if tier == 0 else st.h_dl
+        while e >= 0:
+            i = e // cap
+            if i < d.n_routable and st.sp_mark[i] != r:
+                st.sp_mark[i] = r
+                st.sp_buf[count] = i
+                count += 1
+            e = links[0, e]
+    return count
+
+
+@njit(cache=True, _nrt=False)
 def _sp_holders(d, st, r, blocks, kg):
     """Enumerate into ``st.sp_buf`` the routable holders of block ``j*`` with their exact (local hit, score,
     load) in ``st.sp_val``; returns (count, j*)."""
@@ -1831,25 +1850,15 @@ def _sp_holders(d, st, r, blocks, kg):
             lo = mid + 1
     if lo == nb:
         return 0, nb
-    b = blocks[lo]
     k = d.replica[r]
-    count = 0
-    for tier in range(2):
-        e = st.h_head[tier, b]
-        cap = d.hbm_blocks if tier == 0 else d.dram_slots
-        links = st.h_hl if tier == 0 else st.h_dl
-        while e >= 0:
-            i = e // cap
-            if i < d.n_routable and st.sp_mark[i] != r:
-                st.sp_mark[i] = r
-                st.sp_buf[count] = i
-                _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
-                load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
-                st.sp_val[count, 0] = float(h2)
-                st.sp_val[count, 1] = load * (float(st.rinf[k, i]) + 1.0)
-                st.sp_val[count, 2] = load
-                count += 1
-            e = links[0, e]
+    count = _sp_enumerate(d, st, r, blocks[lo])
+    for e in range(count):
+        i = st.sp_buf[e]
+        _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+        load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
+        st.sp_val[e, 0] = float(h2)
+        st.sp_val[e, 1] = load * (float(st.rinf[k, i]) + 1.0)
+        st.sp_val[e, 2] = load
     return count, lo
 
 
@@ -1915,20 +1924,14 @@ def _sp_widest(d, st, r, k, blocks, kg, clb, js):
             return -1, 0.0, 0.0
         want = float(min(base + d.tail_tok[r], L - 1))
         best_i, best_s, best_load = -1, np.inf, 0.0
-        for tier in range(2):
-            e = st.h_head[tier, b]
-            cap = d.hbm_blocks if tier == 0 else d.dram_slots
-            links = st.h_hl if tier == 0 else st.h_dl
-            while e >= 0:
-                i = e // cap
-                if i < d.n_routable:
-                    _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
-                    if float(h2) == want:
-                        load = _sp_column(d, st, i) + _sp_cost(d, float(L), float(h3))
-                        score = load * (float(st.rinf[k, i]) + 1.0)
-                        if score < best_s or (score == best_s and i < best_i):
-                            best_i, best_s, best_load = i, score, load
-                e = links[0, e]
+        for e in range(_sp_enumerate(d, st, r, b)):  # sp_buf is free: block js has no routable holder
+            i = st.sp_buf[e]
+            _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+            if float(h2) == want:
+                load = _sp_column(d, st, i) + _sp_cost(d, float(L), float(h3))
+                score = load * (float(st.rinf[k, i]) + 1.0)
+                if score < best_s or (score == best_s and i < best_i):
+                    best_i, best_s, best_load = i, score, load
         if best_i >= 0:
             return best_i, want, best_load
     want = float(base)
