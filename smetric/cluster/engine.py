@@ -1738,6 +1738,15 @@ def _sp_cost(d, prompt, hit):
 
 
 @njit(cache=True, _nrt=False)
+def _sp_exact(d, st, r, i, k, blocks, kg):
+    """(local hit, load, score) of SMETRIC on instance ``i`` for request ``r`` (replica ``k``), with the policy's own
+    float operations."""
+    _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
+    load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
+    return float(h2), load, load * (float(st.rinf[k, i]) + 1.0)
+
+
+@njit(cache=True, _nrt=False)
 def _sp_value(d, st, r, i, k, kind, blocks, kg, want):
     """Exact value of instance ``i`` for request ``r`` (replica ``k``): ``kind`` 0 the policy's score, 1 SMETRIC's
     load (its SLO guard), with the policy's own float operations; inf unless its local hit is ``want`` (when
@@ -1746,13 +1755,10 @@ def _sp_value(d, st, r, i, k, kind, blocks, kg, want):
         return float(st.rinf[k, i])
     if d.sparse == SP_LL_QTOKENS:
         return _sp_column(d, st, i)
-    _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
-    if want >= 0.0 and float(h2) != want:
+    hit, load, score = _sp_exact(d, st, r, i, k, blocks, kg)
+    if want >= 0.0 and hit != want:
         return np.inf
-    load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
-    if kind == 1:
-        return load
-    return load * (float(st.rinf[k, i]) + 1.0)
+    return load if kind == 1 else score
 
 
 @njit(cache=True, _nrt=False)
@@ -1853,11 +1859,9 @@ def _sp_holders(d, st, r, blocks, kg):
     k = d.replica[r]
     count = _sp_enumerate(d, st, r, blocks[lo])
     for e in range(count):
-        i = st.sp_buf[e]
-        _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
-        load = _sp_column(d, st, i) + _sp_cost(d, float(d.input_len[r]), float(h3))
-        st.sp_val[e, 0] = float(h2)
-        st.sp_val[e, 1] = load * (float(st.rinf[k, i]) + 1.0)
+        hit, load, score = _sp_exact(d, st, r, st.sp_buf[e], k, blocks, kg)
+        st.sp_val[e, 0] = hit
+        st.sp_val[e, 1] = score
         st.sp_val[e, 2] = load
     return count, lo
 
@@ -1926,12 +1930,9 @@ def _sp_widest(d, st, r, k, blocks, kg, clb, js):
         best_i, best_s, best_load = -1, np.inf, 0.0
         for e in range(_sp_enumerate(d, st, r, b)):  # sp_buf is free: block js has no routable holder
             i = st.sp_buf[e]
-            _, _, _, _, h2, h3 = _hit_tokens(d, st, i, r, blocks, kg)
-            if float(h2) == want:
-                load = _sp_column(d, st, i) + _sp_cost(d, float(L), float(h3))
-                score = load * (float(st.rinf[k, i]) + 1.0)
-                if score < best_s or (score == best_s and i < best_i):
-                    best_i, best_s, best_load = i, score, load
+            hit, load, score = _sp_exact(d, st, r, i, k, blocks, kg)
+            if hit == want and (score < best_s or (score == best_s and i < best_i)):
+                best_i, best_s, best_load = i, score, load
         if best_i >= 0:
             return best_i, want, best_load
     want = float(base)
