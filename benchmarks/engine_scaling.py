@@ -84,11 +84,17 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
     from benchmarks.common import timed
     from smetric.cluster import engine
     from smetric.cluster.inputs import prepare
+    from smetric.experiments import setups
     from smetric.experiments.setups import agent_workload, paper_cluster
 
     engine.compile_engine()
-    gen_wall, _, inp = timed(lambda: prepare(agent_workload(instances, minutes),
-                                             paper_cluster("30b", n_instances=instances), POLICY))
+
+    def build():
+        workload = agent_workload(instances, minutes)
+        setups.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
+        return prepare(workload, paper_cluster("30b", n_instances=instances), POLICY)
+
+    gen_wall, _, inp = timed(build)
     rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
     default_min = engine.SPARSE_MIN_INSTANCES
 

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from smetric.experiments.setups import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
+from smetric.experiments import setups
+from smetric.experiments.setups import (TESTBEDS, agent_workload, clear_workload_cache, offered_point, paper_cluster,
+                                       run_point)
 
 
 def test_paper_clusters():
@@ -47,6 +49,16 @@ def test_lower_loads_are_thinned_subsets_of_higher_ones():
     assert np.array_equal(sub.arrival, low.arrival) and np.array_equal(sub.block_ids, low.block_ids)
     with pytest.raises(ValueError):
         agent_workload(8, 5.0, 0, rpm_per_instance=0.0)
+
+
+def test_clearing_the_workload_cache_regenerates_the_same_workload():
+    first = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
+    assert agent_workload(4, 2.0, 3, rpm_per_instance=30.0, warmup_minutes=30.0) is not first
+    clear_workload_cache()
+    assert setups._generated.cache_info().currsize == 0
+    again = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
+    assert np.array_equal(again.arrival, first.arrival) and np.array_equal(again.block_ids, first.block_ids)
+    assert np.array_equal(again.block_offsets, first.block_offsets) and np.array_equal(again.parent, first.parent)
 
 
 def test_testbeds_run_the_paper_stack_closed_by_default():

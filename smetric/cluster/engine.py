@@ -1750,11 +1750,16 @@ def _sp_exact(d, st, r, i, k, blocks, kg):
 def _sp_value(d, st, r, i, k, kind, blocks, kg, want):
     """Exact value of instance ``i`` for request ``r`` (replica ``k``): ``kind`` 0 the policy's score, 1 SMETRIC's
     load (its SLO guard), with the policy's own float operations; inf unless its local hit is ``want`` (when
-    ``want >= 0``)."""
+    ``want >= 0``: j >= 1 whole blocks, so only an instance holding block j - 1 in HBM or DRAM has it, the
+    parent's tail adding less than a block)."""
     if d.sparse == SP_LL_INFLIGHT:
         return float(st.rinf[k, i])
     if d.sparse == SP_LL_QTOKENS:
         return _sp_column(d, st, i)
+    if want >= 0.0:  # the cheap test first: one probe per tier
+        b = blocks[int(want) // d.block_size - 1]
+        if _hbm_slot(d, st, i, b) < 0 and _dram_slot(d, st, i, b) < 0:
+            return np.inf
     hit, load, score = _sp_exact(d, st, r, i, k, blocks, kg)
     if want >= 0.0 and hit != want:
         return np.inf

@@ -198,17 +198,17 @@ class Workload:
         new_par = np.where(par >= 0, new_index[np.maximum(par, 0)], -1)
         join = self.join_to[rows]
         new_join = np.where(join >= 0, new_index[np.maximum(join, 0)], -1)
-        counts = self.n_blocks[rows]
-        starts = self.block_offsets[rows]
+        counts = self.n_blocks
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        idx = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
+        np.cumsum(counts[rows], out=offsets[1:])
+        keep = np.zeros(len(self), dtype=bool)
+        keep[rows] = True  # rows increase, so the kept blocks in order are the selection (1 byte per block)
         return replace(
             self,
             arrival=self.arrival[rows], input_len=self.input_len[rows], output_len=self.output_len[rows],
             session=self.session[rows], turn=self.turn[rows], parent=new_par,
             gap=np.where(new_par >= 0, self.gap[rows], 0.0), block_offsets=offsets,
-            block_ids=self.block_ids[idx], priority=self.priority[rows], join_to=new_join,
+            block_ids=self.block_ids[np.repeat(keep, counts)], priority=self.priority[rows], join_to=new_join,
         )
 
     def window(self, start: float, end: float) -> "Workload":
