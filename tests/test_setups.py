@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from smetric.experiments import setups
-from smetric.experiments.setups import (TESTBEDS, agent_workload, clear_workload_cache, offered_point, paper_cluster,
-                                       run_point)
+from smetric.experiments.setups import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
 
 
 def test_paper_clusters():
@@ -54,7 +53,7 @@ def test_lower_loads_are_thinned_subsets_of_higher_ones():
 def test_clearing_the_workload_cache_regenerates_the_same_workload():
     first = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
     assert agent_workload(4, 2.0, 3, rpm_per_instance=30.0, warmup_minutes=30.0) is not first
-    clear_workload_cache()
+    setups.clear_workload_cache()
     assert setups._generated.cache_info().currsize == 0
     again = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
     assert np.array_equal(again.arrival, first.arrival) and np.array_equal(again.block_ids, first.block_ids)
