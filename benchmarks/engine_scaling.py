@@ -28,8 +28,8 @@ measured at 1,024 instances, 24 µs/request over 0.5 min, 18.6 over 2, 17.8 over
 ``--full-hour`` also measures the 1,024-instance hour (2.7 M requests; ~2.5 minutes, 18.3 GB peak: the 16-token
 block ids of the generated workload and of its thinned copy, ~3 KB per request each, before the engine input is
 built; the generated one is then dropped, ``setups.clear_workload_cache``). Measured, per request the hour costs
-more than the 8-minute window (session 7: 21.6 against ~18 µs): the engine's per-request and per-block state
-grows with the trace and falls out of the CPU caches.
+more than the 8-minute window (session 7: 20.9-21.6 against 15.9-18.6 µs in three runs): the engine's per-request
+and per-block state grows with the trace and falls out of the CPU caches.
 
 Run: ``.venv/bin/python -m benchmarks.engine_scaling [--full-hour]``.
 """
