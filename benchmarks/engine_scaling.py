@@ -13,7 +13,9 @@ Every point runs twice on the same engine input, in one process and interleaved:
 (the default: on from ``SPARSE_MIN_INSTANCES`` routable instances) and with the full view rebuilt at each arrival
 (the index forced off: the engine before issue 22), so the before/after ratio of each point is measured on one
 machine state; the two runs' raw results are checked to be identical (the index changes no decision). The
-32-instance point also runs with the index forced on (below its default threshold).
+32-instance point also runs with the index forced on (below its default threshold). Each point also runs
+``round-robin`` on the same workload: it reads no routing view, so its CPU per request is the instance model's
+alone (batches, KV tiers, store, event loop), the floor under any router's cost at that size.
 
 Each point runs in a fresh interpreter, so its peak RSS is its own: ``rss_workload`` is the peak after generating
 the workload and building the engine input (the generator's 6 h of sessions dominate it), ``rss_peak`` after the
@@ -48,6 +50,7 @@ import numpy as np
 from benchmarks.common import Row, print_rows
 
 POLICY = "smetric"
+FLOOR_POLICY = "round-robin"  # reads no routing view: its cost is the instance model's alone
 INSTANCES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 LENGTHS = (1, 2, 4, 8)  # multiples of ``base_minutes`` on 32 instances
 HOUR_INSTANCES = 1024
@@ -80,8 +83,8 @@ def extrapolate(cpu: float, minutes: float, target_minutes: float, exponent: flo
 def measure_point(instances: int, minutes: float, full_view: bool = True) -> dict:
     """One point in this process: requests, engine CPU and wall (s) with the routing index (``cpu_s``) and, with
     ``full_view``, without it (``cpu_full_s``, interleaved: indexed, full, indexed, full below 2,048 instances; the
-    smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only), workload time,
-    memory."""
+    smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only), round-robin on
+    the same workload (``cpu_floor_s``, with ``full_view``), workload time, memory."""
     import resource
 
     import numpy as np
@@ -97,9 +100,10 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
     def build():
         workload = agent_workload(instances, minutes)
         setups.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
-        return prepare(workload, paper_cluster("30b", n_instances=instances), POLICY)
+        cluster = paper_cluster("30b", n_instances=instances)
+        return prepare(workload, cluster, POLICY), (prepare(workload, cluster, FLOOR_POLICY) if full_view else None)
 
-    gen_wall, _, inp = timed(build)
+    gen_wall, _, (inp, floor_inp) = timed(build)
     rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
     default_min = engine.SPARSE_MIN_INSTANCES
 
@@ -121,6 +125,8 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
             wall, cpu, raws[key] = run(threshold)
             out[key] = min(out.get(key, np.inf), cpu)
             out[key.replace("cpu", "wall")] = min(out.get(key.replace("cpu", "wall"), np.inf), wall)
+        if floor_inp is not None:
+            out["cpu_floor_s"] = min(out.get("cpu_floor_s", np.inf), timed(lambda: engine.run_engine(floor_inp))[1])
     first = raws["cpu_s"]
     for key, raw in raws.items():
         for f in (field.name for field in dataclasses.fields(first)):
@@ -161,7 +167,9 @@ def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_in
         rows += [Row(g, f"{p['minutes']:g} min ({p['requests']:,} requests): engine CPU", p["cpu_s"], "s"),
                  Row(g, "CPU per request (routing index on from its threshold: the default)", us("cpu_s"), "µs"),
                  Row(g, "CPU per request, full view at every arrival (before issue 22)", us("cpu_full_s"), "µs"),
-                 Row(g, "speed-up of the default over the full view (same run)", p["cpu_full_s"] / p["cpu_s"], "x")]
+                 Row(g, "speed-up of the default over the full view (same run)", p["cpu_full_s"] / p["cpu_s"], "x"),
+                 Row(g, f"CPU per request, {FLOOR_POLICY} (no routing view: the instance model alone)",
+                     us("cpu_floor_s"), "µs")]
         if "cpu_forced_s" in p:
             rows += [Row(g, "CPU per request, index forced on below its threshold", us("cpu_forced_s"), "µs"),
                      Row(g, "forced index / full view (same run)", p["cpu_forced_s"] / p["cpu_full_s"], "x")]
@@ -170,7 +178,7 @@ def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_in
                  Row(g, "engine state arrays", p["state_mb"], "MB")]
     n_x = [p["instances"] for p in scale]
     top = [i for i, n in enumerate(n_x) if n >= 256]
-    for key, label in (("cpu_s", "default"), ("cpu_full_s", "full view")):
+    for key, label in (("cpu_s", "default"), ("cpu_full_s", "full view"), ("cpu_floor_s", FLOOR_POLICY)):
         per_req = [p[key] / p["requests"] for p in scale]
         rows.append(Row("instances", f"exponent of CPU per request vs instances ({n_x[0]}-{n_x[-1]}), {label}",
                         slope(n_x, per_req), "", "<= 0.3" if key == "cpu_s" else "report"))

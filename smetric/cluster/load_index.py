@@ -63,12 +63,13 @@ def tree_rebuild(row, size):
 
 @njit(cache=True, _nrt=False)
 def holder_link(head, links, count, block, entry):
-    """Add ``entry`` (``instance * capacity + slot``) to ``block``'s holder list (``links[0]`` next, ``[1]`` prev)."""
+    """Add ``entry`` (``instance * capacity + slot``) to ``block``'s holder list (``links[entry]`` = next,
+    prev)."""
     h = head[block]
-    links[0, entry] = h
-    links[1, entry] = -1
+    links[entry, 0] = h
+    links[entry, 1] = -1
     if h >= 0:
-        links[1, h] = entry
+        links[h, 1] = entry
     head[block] = entry
     count[block] += 1
 
@@ -76,12 +77,12 @@ def holder_link(head, links, count, block, entry):
 @njit(cache=True, _nrt=False)
 def holder_unlink(head, links, count, block, entry):
     """Remove ``entry`` from ``block``'s holder list."""
-    nxt = links[0, entry]
-    prv = links[1, entry]
+    nxt = links[entry, 0]
+    prv = links[entry, 1]
     if prv >= 0:
-        links[0, prv] = nxt
+        links[prv, 0] = nxt
     else:
         head[block] = nxt
     if nxt >= 0:
-        links[1, nxt] = prv
+        links[nxt, 1] = prv
     count[block] -= 1
