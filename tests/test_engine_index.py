@@ -185,14 +185,14 @@ def _check_index(d, st):
     hbm = {}
     for i in range(m):
         for s in range(d.hbm_blocks):
-            b = st.hslot[i, s, engine.HS_BLOCK]
+            b = st.hslot[i, engine.HS_BLOCK, s]
             if b >= 0 and engine._hbm_slot(d, st, i, b) == s:
                 hbm.setdefault(b, set()).add(i * d.hbm_blocks + s)
     dram = {}
     if d.dram_slots:
         for i in range(m):
             for s in range(d.dram_slots):
-                b = st.dslot[i, s, engine.DS_BLOCK]
+                b = st.dslot[i, engine.DS_BLOCK, s]
                 if b >= 0 and engine._dram_slot(d, st, i, b) == s:
                     dram.setdefault(b, set()).add(i * d.dram_slots + s)
     for tier, want, links in ((0, hbm, st.h_hl), (1, dram, st.h_dl)):
@@ -202,7 +202,7 @@ def _check_index(d, st):
             while e >= 0:
                 assert e not in seen
                 seen.add(int(e))
-                e = links[e, 0]
+                e = links[0, e]
             got[int(b)] = seen
         assert got == {int(b): v for b, v in want.items()}, f"tier {tier} holder lists differ from the tier"
     counts = np.zeros_like(st.h_count)
@@ -245,7 +245,7 @@ def test_tree_and_holder_primitives_match_brute_force():
         tree_set(tree[0], size, i, v)
         leaves[i] = v
         assert tree[0, 1] == leaves.min() and np.array_equal(tree[0, size:size + n], leaves)
-    head, links, count = np.full(4, -1, dtype=np.int64), np.full((20, 2), -1, dtype=np.int32), np.zeros(4, np.int64)
+    head, links, count = np.full(4, -1, dtype=np.int64), np.full((2, 20), -1, dtype=np.int32), np.zeros(4, np.int64)
     members = {b: set() for b in range(4)}
     for _ in range(400):
         e, b = int(rng.integers(20)), int(rng.integers(4))
@@ -260,7 +260,7 @@ def test_tree_and_holder_primitives_match_brute_force():
             walk, x = set(), head[c]
             while x >= 0:
                 walk.add(int(x))
-                x = links[x, 0]
+                x = links[0, x]
             assert walk == s and count[c] == len(s)
     with pytest.raises(ValueError, match="n >= 1"):
         tree_size(0)

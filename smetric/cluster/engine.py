@@ -250,7 +250,7 @@ from ..policies.signals import attention_tokens, new_tokens
 from .abandonment import mark_unreleased
 from .estimators import ORACLE, estimate_nb, estimator_state, observe_nb
 from .inputs import UNLIMITED, EngineInput
-from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table, table_size
+from .kvcache import h_delete, h_find, h_insert, lru_push_tail, lru_unlink, new_table
 from .load_index import holder_link, holder_unlink, new_trees, tree_rebuild, tree_set, tree_size
 from .queueing import FCFS, N_Q, Q_EST, Q_KIND, Q_PRIOR, Q_WINDOW, rank_nb
 from .result_raw import N_TS, REASON_ABANDONED, REASON_STALLED, TS_KV_USED, TS_RUNNING, TS_WAITING, RawRun
@@ -293,7 +293,7 @@ N_II = 34
 (FI_FORM, FI_T0, FI_BASE, FI_STEP, FI_END, FI_WAKE, FI_MINREADY, FI_LDRAM, FI_LNET, FI_LPD, FI_QCOST,
  FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR, FI_SCHED, FI_LREADY) = range(18)
 N_FI = 18
-# ---- slot records of the HBM (st.hslot[i, slot]: block, pins, prev, next) and DRAM (st.dslot: block, prev, next)
+# ---- slot columns of the HBM (st.hslot: block, pins, prev, next) and DRAM (st.dslot: block, prev, next)
 HS_BLOCK, HS_REF, HS_PREV, HS_NEXT = range(4)
 DS_BLOCK, DS_PREV, DS_NEXT = range(3)
 # ---- global ints / floats
@@ -332,13 +332,12 @@ EngineData = namedtuple("EngineData", [
     "sp_holders", "view_free"])
 
 EngineState = namedtuple("EngineState", [
-    "ri", "rf", "ii", "fi", "htab", "hslot", "hfree", "hends", "dtab", "dslot",
-    "dfree", "dends", "g_in", "g_link", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
+    "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
+    "dfree", "dends", "g_in", "g_prev", "g_next", "gi", "gf", "ah_t", "ah_r", "tt_t", "tt_i", "dheap",
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
     "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t", "gone", "sp_tree", "sp_dirty",
-    "sp_list", "sp_meta", "sp_mark", "sp_buf", "sp_val", "sp_stack", "h_head", "h_count", "h_hl", "h_dl",
-    "pslot", "kbuf"])
+    "sp_list", "sp_meta", "sp_mark", "sp_buf", "sp_val", "sp_stack", "h_head", "h_count", "h_hl", "h_dl"])
 
 
 # ====================================================================== small helpers
@@ -584,14 +583,14 @@ def _cut(st, i, t, inclusive):
 # ====================================================================== KV tiers
 @njit(cache=True, _nrt=False)
 def _hbm_slot(d, st, i, block):
-    return h_find(st.htab[i], d.hshift, d.hmask, block)
+    return h_find(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
 
 
 @njit(cache=True, _nrt=False)
 def _dram_slot(d, st, i, block):
     if d.dram_slots == 0:
         return -1
-    return h_find(st.dtab[i], d.dshift, d.dmask, block)
+    return h_find(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block)
 
 
 @njit(cache=True, _nrt=False)
@@ -657,8 +656,8 @@ def _dram_touch(d, st, i, block):
     s = _dram_slot(d, st, i, block)
     if s >= 0:
         ds = st.dslot[i]
-        lru_unlink(ds, DS_PREV, st.dends[i], s)
-        lru_push_tail(ds, DS_PREV, st.dends[i], s)
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+        lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
 
 
 @njit(cache=True, _nrt=False)
@@ -669,45 +668,46 @@ def _dram_spill(d, st, i, block):
     ds = st.dslot[i]
     s = _dram_slot(d, st, i, block)
     if s >= 0:
-        lru_unlink(ds, DS_PREV, st.dends[i], s)
-        lru_push_tail(ds, DS_PREV, st.dends[i], s)
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
+        lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
         return
     if st.ii[i, II_DSIZE] == d.dram_slots:
         old = st.dends[i, 0]
-        lru_unlink(ds, DS_PREV, st.dends[i], old)
-        h_delete(st.dtab[i], d.dshift, d.dmask, ds[old, DS_BLOCK])
+        lru_unlink(ds[DS_PREV], ds[DS_NEXT], st.dends[i], old)
+        h_delete(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, ds[DS_BLOCK, old])
         if d.sparse != SP_OFF:
-            holder_unlink(st.h_head[1], st.h_dl, st.h_count, ds[old, DS_BLOCK], i * d.dram_slots + old)
+            holder_unlink(st.h_head[1], st.h_dl, st.h_count, ds[DS_BLOCK, old], i * d.dram_slots + old)
         st.dfree[i, st.ii[i, II_DNFREE]] = old
         st.ii[i, II_DNFREE] += 1
         st.ii[i, II_DSIZE] -= 1
     st.ii[i, II_DNFREE] -= 1
     s = st.dfree[i, st.ii[i, II_DNFREE]]
-    ds[s, DS_BLOCK] = block
-    h_insert(st.dtab[i], d.dshift, d.dmask, block, s)
+    ds[DS_BLOCK, s] = block
+    h_insert(st.dkeys[i], st.dvals[i], d.dshift, d.dmask, block, s)
     if d.sparse != SP_OFF:
         holder_link(st.h_head[1], st.h_dl, st.h_count, block, i * d.dram_slots + s)
     if d.kv_delay > 0.0:
         st.seen[d.seen_dram + i * d.dram_slots + s] = st.gf[GF_NOW]
-    lru_push_tail(ds, DS_PREV, st.dends[i], s)
+    lru_push_tail(ds[DS_PREV], ds[DS_NEXT], st.dends[i], s)
     st.ii[i, II_DSIZE] += 1
 
 
 @njit(cache=True, _nrt=False)
 def _hbm_pin(d, st, i, slot):
     hs = st.hslot[i]
-    if hs[slot, HS_REF] == 0:
-        lru_unlink(hs, HS_PREV, st.hends[i], slot)
+    if hs[HS_REF, slot] == 0:
+        lru_unlink(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
         st.ii[i, II_PINNED] += 1
-    hs[slot, HS_REF] += 1
+    hs[HS_REF, slot] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _hbm_unpin(d, st, i, slot):
+def _hbm_unpin(d, st, i, block):
     hs = st.hslot[i]
-    hs[slot, HS_REF] -= 1
-    if hs[slot, HS_REF] == 0:
-        lru_push_tail(hs, HS_PREV, st.hends[i], slot)
+    slot = _hbm_slot(d, st, i, block)
+    hs[HS_REF, slot] -= 1
+    if hs[HS_REF, slot] == 0:
+        lru_push_tail(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
         st.ii[i, II_PINNED] -= 1
 
 
@@ -716,37 +716,26 @@ def _hbm_insert_pinned(d, st, i, block):
     st.ii[i, II_NFREE] -= 1
     slot = st.hfree[i, st.ii[i, II_NFREE]]
     hs = st.hslot[i]
-    hs[slot, HS_BLOCK] = block
-    hs[slot, HS_REF] = 1
-    hs[slot, HS_PREV] = -1
-    hs[slot, HS_NEXT] = -1
-    h_insert(st.htab[i], d.hshift, d.hmask, block, slot)
+    hs[HS_BLOCK, slot] = block
+    hs[HS_REF, slot] = 1
+    hs[HS_PREV, slot] = -1
+    hs[HS_NEXT, slot] = -1
+    h_insert(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block, slot)
     if d.sparse != SP_OFF:
         holder_link(st.h_head[0], st.h_hl, st.h_count, block, i * d.hbm_blocks + slot)
     if d.kv_delay > 0.0:
         st.seen[i * d.hbm_blocks + slot] = st.gf[GF_NOW]
     st.ii[i, II_CACHED] += 1
     st.ii[i, II_PINNED] += 1
-    return slot
-
-
-@njit(cache=True, _nrt=False)
-def _pin_block(d, st, i, block):
-    """Pin ``block`` in ``i``'s HBM, inserting it (into a reserved slot) if absent; its slot."""
-    slot = _hbm_slot(d, st, i, block)
-    if slot >= 0:
-        _hbm_pin(d, st, i, slot)
-        return slot
-    return _hbm_insert_pinned(d, st, i, block)
 
 
 @njit(cache=True, _nrt=False)
 def _hbm_evict_lru(d, st, i):
     hs = st.hslot[i]
     slot = st.hends[i, 0]
-    block = hs[slot, HS_BLOCK]
-    lru_unlink(hs, HS_PREV, st.hends[i], slot)
-    h_delete(st.htab[i], d.hshift, d.hmask, block)
+    block = hs[HS_BLOCK, slot]
+    lru_unlink(hs[HS_PREV], hs[HS_NEXT], st.hends[i], slot)
+    h_delete(st.hkeys[i], st.hvals[i], d.hshift, d.hmask, block)
     if d.sparse != SP_OFF:
         holder_unlink(st.h_head[0], st.h_hl, st.h_count, block, i * d.hbm_blocks + slot)
     st.hfree[i, st.ii[i, II_NFREE]] = slot
@@ -759,17 +748,17 @@ def _hbm_evict_lru(d, st, i):
 def _global_put(d, st, b, tokens):
     """Touch (or insert) block ``b`` in the global store, evicting its LRU blocks; bytes newly written."""
     if st.g_in[b] != 0:
-        lru_unlink(st.g_link, 0, st.gi[G_HEAD:G_TAIL + 1], b)
-        lru_push_tail(st.g_link, 0, st.gi[G_HEAD:G_TAIL + 1], b)
+        lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
+        lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
         return 0.0
     st.g_in[b] = 1
     if d.kv_delay > 0.0:
         st.seen[d.seen_glob + b] = st.gf[GF_NOW]
-    lru_push_tail(st.g_link, 0, st.gi[G_HEAD:G_TAIL + 1], b)
+    lru_push_tail(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], b)
     st.gi[G_SIZE] += 1
     while st.gi[G_SIZE] > d.global_slots:
         old = st.gi[G_HEAD]
-        lru_unlink(st.g_link, 0, st.gi[G_HEAD:G_TAIL + 1], old)
+        lru_unlink(st.g_prev, st.g_next, st.gi[G_HEAD:G_TAIL + 1], old)
         st.g_in[old] = 0
         st.gi[G_SIZE] -= 1
     return tokens * d.kv_bytes_per_token
@@ -973,7 +962,7 @@ def _push_alloc(d, st, i, r):
 @njit(cache=True, _nrt=False)
 def _cache_reply(d, st, i, r):
     """Pin ``r``'s reply chain into ``i``'s HBM cache head first (its reserved blocks first, then free or
-    evicted ones); stop where nothing can be freed. Returns the entries pinned, their slots in ``st.kbuf``."""
+    evicted ones); stop where nothing can be freed. Returns the entries pinned."""
     m = 0
     for k in range(d.reply_offsets[r], d.reply_offsets[r + 1]):
         b = d.reply_ids[k]
@@ -988,8 +977,7 @@ def _cache_reply(d, st, i, r):
                 if st.hends[i, 0] < 0:
                     break
                 _hbm_evict_lru(d, st, i)
-            slot = _hbm_insert_pinned(d, st, i, b)
-        st.kbuf[m] = slot
+            _hbm_insert_pinned(d, st, i, b)
         m += 1
     return m
 
@@ -1004,10 +992,11 @@ def _release(d, st, i, r, generated, t):
     if st.ii[i, II_ROLE] != DECODE_ROLE:
         if finished and d.cache_replies:
             m = _cache_reply(d, st, i, r)
-            for k in range(m - 1, -1, -1):
-                _hbm_unpin(d, st, i, st.kbuf[k])
-        for k in range(d.block_offsets[r + 1] - 1, d.block_offsets[r] - 1, -1):
-            _hbm_unpin(d, st, i, st.pslot[k])
+            for k in range(d.reply_offsets[r] + m - 1, d.reply_offsets[r] - 1, -1):
+                _hbm_unpin(d, st, i, d.reply_ids[k])
+        blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+        for j in range(blocks.shape[0] - 1, -1, -1):
+            _hbm_unpin(d, st, i, blocks[j])
     st.ii[i, II_PRIV] -= st.ri[r, RI_PRIV]
     st.ri[r, RI_PRIV] = 0
     st.ii[i, II_KV_VERSION] += 1
@@ -1023,9 +1012,13 @@ def _release(d, st, i, r, generated, t):
 @njit(cache=True, _nrt=False)
 def _cache_prompt(d, st, i, r, t):
     """Prefill done: blocks from k1 on join the HBM cache (pinned); write-through to the store."""
-    off = d.block_offsets[r]
-    for k in range(off + st.ri[r, RI_K1], d.block_offsets[r + 1]):
-        st.pslot[k] = _pin_block(d, st, i, d.block_ids[k])
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+    for j in range(st.ri[r, RI_K1], blocks.shape[0]):
+        slot = _hbm_slot(d, st, i, blocks[j])
+        if slot >= 0:
+            _hbm_pin(d, st, i, slot)
+        else:
+            _hbm_insert_pinned(d, st, i, blocks[j])
         st.ii[i, II_PRIV] -= 1
         st.ri[r, RI_PRIV] -= 1
     st.ii[i, II_KV_VERSION] += 1
@@ -1061,14 +1054,12 @@ def _admit(d, st, i, r, t, budget):
     total = nb if st.ii[i, II_ROLE] == PREFILL_ROLE else _n_blocks(L + d.n_out[r], d.block_size)
     k1, k2, _, h1, h2, h3 = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     hs = st.hslot[i]
-    off = d.block_offsets[r]
     newly = 0
     for j in range(k1):
         slot = _hbm_slot(d, st, i, blocks[j])
         if slot < 0:
             raise RuntimeError("HBM cache is not prefix-closed (engine invariant broken)")
-        st.pslot[off + j] = slot
-        if hs[slot, HS_REF] == 0:
+        if hs[HS_REF, slot] == 0:
             newly += 1
     need = total - k1
     kept = st.pre[r, P_KEPT]
@@ -1079,7 +1070,7 @@ def _admit(d, st, i, r, t, budget):
     if st.ii[i, II_PINNED] + newly + st.ii[i, II_PRIV] + need > d.hbm_blocks:
         return False, t
     for j in range(k1):
-        _hbm_pin(d, st, i, st.pslot[off + j])
+        _hbm_pin(d, st, i, _hbm_slot(d, st, i, blocks[j]))
     for j in range(k2 - 1, k1 - 1, -1):
         _dram_touch(d, st, i, blocks[j])
     while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + need > d.hbm_blocks:
@@ -1239,7 +1230,11 @@ def _preempt(d, st, i, v):
         _list_remove(st, i, II_PHEAD, II_PTAIL, v)
         if state == PREFILL:  # the prompt's blocks wholly in KV join the cache
             while kept_blocks < nb and min((kept_blocks + 1) * d.block_size, L) <= st.ri[v, RI_INKV]:
-                st.pslot[d.block_offsets[v] + kept_blocks] = _pin_block(d, st, i, blocks[kept_blocks])
+                slot = _hbm_slot(d, st, i, blocks[kept_blocks])
+                if slot >= 0:
+                    _hbm_pin(d, st, i, slot)
+                else:
+                    _hbm_insert_pinned(d, st, i, blocks[kept_blocks])
                 st.ii[i, II_PRIV] -= 1
                 st.ri[v, RI_PRIV] -= 1
                 kept_blocks += 1
@@ -1253,7 +1248,7 @@ def _preempt(d, st, i, v):
                 r = st.ri[r, RI_NXT]
             st.fi[i, FI_MINREADY] = min_ready
     for j in range(kept_blocks - 1, -1, -1):
-        _hbm_unpin(d, st, i, st.pslot[d.block_offsets[v] + j])
+        _hbm_unpin(d, st, i, blocks[j])
     st.ii[i, II_PRIV] -= st.ri[v, RI_PRIV]
     st.ri[v, RI_PRIV] = 0
     st.ii[i, II_KV_VERSION] += 1
@@ -1848,7 +1843,7 @@ def _sp_enumerate(d, st, r, b):
                 st.sp_mark[i] = r
                 st.sp_buf[count] = i
                 count += 1
-            e = links[e, 0]
+            e = links[0, e]
     return count
 
 
@@ -2110,9 +2105,9 @@ def _finalize(d, st):
 
 # ====================================================================== Python side
 def _make_data(inp: EngineInput) -> EngineData:
-    hsize, hshift = table_size(inp.hbm_blocks)
+    hsize_shift = new_table(1, inp.hbm_blocks)
     d_cap = min(inp.dram_blocks, inp.n_unique)
-    dsize, dshift = table_size(max(d_cap, 1))
+    dsize_shift = new_table(1, max(d_cap, 1))
     gcap = 0 if inp.global_blocks == 0 else min(inp.global_blocks, UNLIMITED)
     hbm = int(inp.hbm_blocks)  # st.seen: entry times of HBM slots, then DRAM slots, then store blocks (KV events)
     return EngineData(
@@ -2133,8 +2128,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         write_cap=float(inp.write_cap), pcie_bw=float(inp.pcie_bw), store_total=float(inp.store_total),
         node_of=inp.node_of, node_bw=inp.node_bw,
         sample_t0=float(inp.arrival[0]), n_samples=int(inp.n_samples),
-        hshift=hshift, hmask=hsize - 1, dshift=dshift,
-        dmask=dsize - 1, incremental=bool(inp.incremental), refresh_s=float(inp.refresh_s),
+        hshift=int(hsize_shift[3]), hmask=int(hsize_shift[2]), dshift=int(dsize_shift[3]),
+        dmask=int(dsize_shift[2]), incremental=bool(inp.incremental), refresh_s=float(inp.refresh_s),
         kv_refresh_s=float(inp.kv_refresh_s),
         kv_delay=float(inp.kv_event_delay_s),
         replica=inp.replica if inp.replica is not None else np.zeros(inp.n, dtype=np.int64),
@@ -2178,13 +2173,13 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     ii[:, II_DNFREE] = d.dram_slots
     fi = np.zeros((m, N_FI))
     fi[:, [FI_END, FI_WAKE, FI_MINREADY]] = np.inf
-    htab, _, _ = new_table(m, d.hbm_blocks)
-    dtab, _, _ = new_table(m if d.dram_slots else 1, max(d.dram_slots, 1))
-    hslot = np.full((m, d.hbm_blocks, 4), -1, dtype=np.int64)
-    hslot[:, :, HS_REF] = 0
+    hkeys, hvals, _, _ = new_table(m, d.hbm_blocks)
+    dkeys, dvals, _, _ = new_table(m if d.dram_slots else 1, max(d.dram_slots, 1))
+    hslot = np.full((m, 4, d.hbm_blocks), -1, dtype=np.int64)
+    hslot[:, HS_REF] = 0
     hfree = np.tile(np.arange(d.hbm_blocks - 1, -1, -1, dtype=np.int64), (m, 1))
     dslots = max(d.dram_slots, 1)
-    dslot = np.full((m if d.dram_slots else 1, dslots, 3), -1, dtype=np.int64)
+    dslot = np.full((m if d.dram_slots else 1, 3, dslots), -1, dtype=np.int64)
     dfree = np.tile(np.arange(dslots - 1, -1, -1, dtype=np.int64), (m if d.dram_slots else 1, 1))
     u = max(inp.n_unique, 1) if inp.global_blocks else 1
     delay = inp.kv_event_delay_s > 0.0
@@ -2212,10 +2207,10 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
     gf[GF_SAMPLE_DT] = inp.sample_dt
     gf[GF_QUEUE:] = inp.queue
     return EngineState(
-        ri=ri, rf=rf, ii=ii, fi=fi, htab=htab, hslot=hslot, hfree=hfree,
-        hends=np.full((m, 2), -1, dtype=np.int64), dtab=dtab, dslot=dslot, dfree=dfree,
+        ri=ri, rf=rf, ii=ii, fi=fi, hkeys=hkeys, hvals=hvals, hslot=hslot, hfree=hfree,
+        hends=np.full((m, 2), -1, dtype=np.int64), dkeys=dkeys, dvals=dvals, dslot=dslot, dfree=dfree,
         dends=np.full((m if d.dram_slots else 1, 2), -1, dtype=np.int64), g_in=np.zeros(u, dtype=np.int8),
-        g_link=np.full((u, 2), -1, dtype=np.int64), gi=gi, gf=gf,
+        g_prev=np.full(u, -1, dtype=np.int64), g_next=np.full(u, -1, dtype=np.int64), gi=gi, gf=gf,
         ah_t=ah_t, ah_r=ah_r, tt_t=tt_t, tt_i=tt_i, dheap=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
         batch_r=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
         batch_c=np.zeros((m, inp.max_num_seqs), dtype=np.int64),
@@ -2235,10 +2230,6 @@ def _make_state(inp: EngineInput, d: EngineData) -> EngineState:
             int(inp.queue[Q_EST]), int(inp.session.max()) + 1, int(inp.queue[Q_WINDOW])))),
         deps_left=inp.n_deps.copy(), deps_t=np.full(n, -np.inf),
         gone=np.zeros(len(inp.patience) if inp.patience is not None else 1, dtype=np.int8),
-        # the HBM slot of each prompt block while its request pins it (a pinned block never moves), so unpinning
-        # needs no lookup; kbuf: the same for the reply chain being cached
-        pslot=np.zeros(max(len(inp.block_ids), 1), dtype=np.int32),
-        kbuf=np.zeros(max(int(np.diff(inp.reply_offsets).max(initial=0)), 1), dtype=np.int64),
         **_index_state(inp, d))
 
 
@@ -2255,8 +2246,8 @@ def _index_state(inp: EngineInput, d: EngineData) -> dict:
         sp_buf=np.zeros(nr, dtype=np.int64), sp_val=np.zeros((nr, 3)),
         sp_stack=np.zeros((3, 2 * d.sp_size.bit_length() + 4), dtype=np.int64),
         h_head=np.full((2, u), -1, dtype=np.int64), h_count=np.zeros(u, dtype=np.int64),
-        h_hl=np.full((m * d.hbm_blocks if on else 1, 2), -1, dtype=np.int32),
-        h_dl=np.full((m * d.dram_slots if on and d.dram_slots else 1, 2), -1, dtype=np.int32))
+        h_hl=np.full((2, m * d.hbm_blocks if on else 1), -1, dtype=np.int32),
+        h_dl=np.full((2, m * d.dram_slots if on and d.dram_slots else 1), -1, dtype=np.int32))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

@@ -63,13 +63,12 @@ def tree_rebuild(row, size):
 
 @njit(cache=True, _nrt=False)
 def holder_link(head, links, count, block, entry):
-    """Add ``entry`` (``instance * capacity + slot``) to ``block``'s holder list (``links[entry]`` = next,
-    prev)."""
+    """Add ``entry`` (``instance * capacity + slot``) to ``block``'s holder list (``links[0]`` next, ``[1]`` prev)."""
     h = head[block]
-    links[entry, 0] = h
-    links[entry, 1] = -1
+    links[0, entry] = h
+    links[1, entry] = -1
     if h >= 0:
-        links[h, 1] = entry
+        links[1, h] = entry
     head[block] = entry
     count[block] += 1
 
@@ -77,12 +76,12 @@ def holder_link(head, links, count, block, entry):
 @njit(cache=True, _nrt=False)
 def holder_unlink(head, links, count, block, entry):
     """Remove ``entry`` from ``block``'s holder list."""
-    nxt = links[entry, 0]
-    prv = links[entry, 1]
+    nxt = links[0, entry]
+    prv = links[1, entry]
     if prv >= 0:
-        links[prv, 0] = nxt
+        links[0, prv] = nxt
     else:
         head[block] = nxt
     if nxt >= 0:
-        links[nxt, 1] = prv
+        links[1, nxt] = prv
     count[block] -= 1
