@@ -27,11 +27,13 @@ The one-hour rows at 1,024 and 4,096 instances are **extrapolated** (labelled so
 exponent fitted at 1,024 instances but never below 1 (windows under ~2 minutes carry fixed costs, page faults on
 the engine's state among them, that made the session-5 fit over 0.5-2 minutes 0.81 and its hour optimistic:
 measured at 1,024 instances, 24 µs/request over 0.5 min, 18.6 over 2, 17.8 over 8, 19.9 over 20).
-``--full-hour`` also measures the 1,024-instance hour (2.7 M requests; ~2.5 minutes, 18.3 GB peak: the 16-token
-block ids of the generated workload and of its thinned copy, ~3 KB per request each, before the engine input is
-built; the generated one is then dropped, ``setups.clear_workload_cache``). Measured, per request the hour costs
-more than the 8-minute window (session 7: 20.9-21.6 against 15.9-18.6 µs in three runs): the engine's per-request
-and per-block state grows with the trace and falls out of the CPU caches.
+``--full-hour`` also measures the 1,024-instance hour, with SMETRIC and with round-robin (the instance model alone;
+2.7 M requests; ~2.5 minutes each, 18.3 GB peak: the 16-token block ids of the generated workload and of its thinned
+copy, ~3 KB per request each, before the engine input is built; the generated one is then dropped,
+``setups.clear_workload_cache``). Measured, per request the hour costs more than the 8-minute window (session 7:
+20.9-21.6 against 15.9-18.6 µs in three runs): the engine's per-request and per-block state grows with the trace
+and likely falls out of the CPU caches (the operations per request do not grow: session 8's counters). Session 8:
+round-robin's hour took 56.1 s against SMETRIC's 58.3 s, so the 20 s target is out of reach of any router.
 
 Run: ``.venv/bin/python -m benchmarks.engine_scaling [--full-hour]``.
 """
@@ -80,11 +82,11 @@ def extrapolate(cpu: float, minutes: float, target_minutes: float, exponent: flo
     return cpu * (target_minutes / minutes) ** exponent
 
 
-def measure_point(instances: int, minutes: float, full_view: bool = True) -> dict:
-    """One point in this process: requests, engine CPU and wall (s) with the routing index (``cpu_s``) and, with
-    ``full_view``, without it (``cpu_full_s``, interleaved: indexed, full, indexed, full below 2,048 instances; the
-    smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only), round-robin on
-    the same workload (``cpu_floor_s``, with ``full_view``), workload time, memory."""
+def measure_point(instances: int, minutes: float, full_view: bool = True, policy: str = POLICY) -> dict:
+    """One point of ``policy`` in this process: requests, engine CPU and wall (s) with the routing index (``cpu_s``)
+    and, with ``full_view``, without it (``cpu_full_s``, interleaved: indexed, full, indexed, full below 2,048
+    instances; the smaller of each mode's runs), the index forced on (``cpu_forced_s``, below its threshold only),
+    round-robin on the same workload (``cpu_floor_s``, with ``full_view``), workload time, memory."""
     import resource
 
     import numpy as np
@@ -101,7 +103,7 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
         workload = agent_workload(instances, minutes)
         setups.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
         cluster = paper_cluster("30b", n_instances=instances)
-        return prepare(workload, cluster, POLICY), (prepare(workload, cluster, FLOOR_POLICY) if full_view else None)
+        return prepare(workload, cluster, policy), (prepare(workload, cluster, FLOOR_POLICY) if full_view else None)
 
     gen_wall, _, (inp, floor_inp) = timed(build)
     rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
@@ -138,11 +140,12 @@ def measure_point(instances: int, minutes: float, full_view: bool = True) -> dic
             "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
 
 
-def _child_point(instances: int, minutes: float, full_view: bool = True) -> dict:
+def _child_point(instances: int, minutes: float, full_view: bool = True, policy: str = POLICY) -> dict:
     """:func:`measure_point` in a fresh interpreter (its own peak RSS)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.run([sys.executable, "-m", "benchmarks.engine_scaling", "--point", str(instances), str(minutes)]
-                          + ([] if full_view else ["--indexed-only"]), capture_output=True, text=True, cwd=root)
+                          + ([] if full_view else ["--indexed-only"]) + ["--policy", policy],
+                          capture_output=True, text=True, cwd=root)
     if proc.returncode != 0:
         raise RuntimeError(f"scaling point {instances} instances x {minutes:g} min failed "
                            f"(exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -152,12 +155,12 @@ def _child_point(instances: int, minutes: float, full_view: bool = True) -> dict
 def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_instances: int = HOUR_INSTANCES,
         hour_lengths=HOUR_LENGTHS, scale_at_32: float = SCALE_MINUTES, full_hour: bool = False) -> list[Row]:
     """Measure every point and return the table rows."""
-    cache: dict[tuple[int, float, bool], dict] = {}
+    cache: dict[tuple[int, float, bool, str], dict] = {}
 
-    def point(n: int, m: float, full_view: bool = False) -> dict:
-        if (n, m, full_view) not in cache:
-            cache[(n, m, full_view)] = _child_point(n, m, full_view)
-        return cache[(n, m, full_view)]
+    def point(n: int, m: float, full_view: bool = False, policy: str = POLICY) -> dict:
+        if (n, m, full_view, policy) not in cache:
+            cache[(n, m, full_view, policy)] = _child_point(n, m, full_view, policy)
+        return cache[(n, m, full_view, policy)]
 
     rows: list[Row] = []
     scale = [point(n, scale_minutes(n, scale_at_32), True) for n in instances]
@@ -215,6 +218,9 @@ def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_in
         rows += [Row(g, f"one hour ({p['requests']:,} requests), measured: CPU", p["cpu_s"], "s", target),
                  Row(g, "one hour, measured: CPU per request", 1e6 * p["cpu_s"] / p["requests"], "µs"),
                  Row(g, "one hour: peak RSS", p["rss_peak_mb"], "MB")]
+        floor = point(hour_instances, 60.0, policy=FLOOR_POLICY)
+        rows += [Row(g, f"one hour, {FLOOR_POLICY} (the instance model alone), measured: CPU", floor["cpu_s"], "s"),
+                 Row(g, f"one hour, {FLOOR_POLICY}: CPU per request", 1e6 * floor["cpu_s"] / floor["requests"], "µs")]
     if scale[-1]["instances"] > hour_instances:
         biggest = point(scale[-1]["instances"], max(scale[-1]["minutes"], BIG_HOUR_MINUTES))
         rows += [Row(f"hour, {biggest['instances']:,} instances",
@@ -233,9 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-hour", action="store_true", help="measure the 1,024-instance hour, not extrapolate")
     parser.add_argument("--point", nargs=2, metavar=("N", "MINUTES"), help=argparse.SUPPRESS)
     parser.add_argument("--indexed-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--policy", default=POLICY, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point:
-        print(json.dumps(measure_point(int(args.point[0]), float(args.point[1]), not args.indexed_only)))
+        print(json.dumps(measure_point(int(args.point[0]), float(args.point[1]), not args.indexed_only, args.policy)))
         return 0
     print_rows(run(full_hour=args.full_hour))
     return 0
