@@ -18,7 +18,8 @@ machine state; the two runs' raw results are checked to be identical (the index 
 alone (batches, KV tiers, store, event loop), the floor under any router's cost at that size.
 
 Each point runs in a fresh interpreter, so its peak RSS is its own: ``rss_workload`` is the peak after generating
-the workload and building the engine input (the generator's 6 h of sessions dominate it), ``rss_peak`` after the
+the workload and building the engine inputs (the policy's and, on the scaling points, round-robin's; the
+generator's 6 h of sessions dominate it), ``rss_peak`` after the
 engine ran; ``state`` is the engine's own state arrays.
 
 The one-hour rows at 1,024 and 4,096 instances are **extrapolated** (labelled so), the first from the measured
@@ -95,14 +96,13 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
     from smetric.cluster import engine
     from smetric.cluster.inputs import prepare
     from smetric.experiments import setups
-    from smetric.experiments.setups import agent_workload, paper_cluster
 
     engine.compile_engine()
 
     def build():
-        workload = agent_workload(instances, minutes)
+        workload = setups.agent_workload(instances, minutes)
         setups.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
-        cluster = paper_cluster("30b", n_instances=instances)
+        cluster = setups.paper_cluster("30b", n_instances=instances)
         return prepare(workload, cluster, policy), (prepare(workload, cluster, FLOOR_POLICY) if full_view else None)
 
     gen_wall, _, (inp, floor_inp) = timed(build)
@@ -176,7 +176,7 @@ def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_in
         if "cpu_forced_s" in p:
             rows += [Row(g, "CPU per request, index forced on below its threshold", us("cpu_forced_s"), "µs"),
                      Row(g, "forced index / full view (same run)", p["cpu_forced_s"] / p["cpu_full_s"], "x")]
-        rows += [Row(g, "peak RSS after the workload and engine input", p["rss_workload_mb"], "MB"),
+        rows += [Row(g, "peak RSS after the workload and engine inputs", p["rss_workload_mb"], "MB"),
                  Row(g, "peak RSS after the runs", p["rss_peak_mb"], "MB"),
                  Row(g, "engine state arrays", p["state_mb"], "MB")]
     n_x = [p["instances"] for p in scale]
