@@ -123,7 +123,7 @@ def test_sample_weighted_frequencies_follow_weights():
 def test_cache_guard_flushes_when_dependencies_change(tmp_path, monkeypatch):
     import importlib
 
-    from smetric.policies.cache_guard import refresh_module
+    from smetric.numba_cache import refresh_module
 
     (tmp_path / "guarded_mod.py").write_text(
         "from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")

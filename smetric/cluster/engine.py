@@ -236,15 +236,14 @@ from __future__ import annotations
 import math
 import sys
 from collections import namedtuple
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from ..hardware.kernel import iteration_time_nb, prefill_attn_work, prefill_time_nb
+from ..numba_cache import refresh_module
 from ..policies import base as pb
 from ..policies import load_only, smetric_policy
-from ..policies.cache_guard import policy_sources, refresh_module
 from ..policies.dispatch import route
 from ..policies.signals import attention_tokens, new_tokens
 from .abandonment import mark_unreleased
@@ -2334,11 +2333,7 @@ def compile_engine() -> None:
     run_engine(prepare(wl, cluster, "round-robin"))
 
 
-# The engine compiles the policies, the performance-model kernel and the cache structures into its
-# cached functions; numba only watches this file, so flush the cache when any of them changed.
-_HERE = Path(__file__).resolve()
-refresh_module(sys.modules[__name__], policy_sources() + [_HERE.parents[1] / "hardware" / "kernel.py",
-                                                          _HERE.with_name("kvcache.py"),
-                                                          _HERE.with_name("queueing.py"),
-                                                          _HERE.with_name("sampling.py"),
-                                                          _HERE.with_name("router_info.py"), _HERE])
+# The engine compiles the policies, the performance-model kernel, the cache structures and the estimators into its
+# cached functions and freezes other modules' constants; numba only watches this file, so flush the cache when any
+# module it imports (transitively) changed.
+refresh_module(sys.modules[__name__])

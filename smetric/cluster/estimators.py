@@ -22,10 +22,13 @@ model of its decode), known once its output length is.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
 from ..hardware.kernel import iteration_time_nb
+from ..numba_cache import refresh_module
 
 __all__ = ["ESTIMATORS", "ORACLE", "SESSION_MEAN", "LINEAR", "EG_A", "EG_B", "EG_C", "estimator_state", "estimate_nb",
            "observe_nb", "decode_time_nb"]
@@ -131,3 +134,6 @@ def observe_nb(kind, sess, ring, g, session, input_len, n_out, decode_time):
     g[EG_POS] = (p + 1) % w
     g[EG_FILL] = min(g[EG_FILL] + 1.0, float(w))
     _refit(ring, g)
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

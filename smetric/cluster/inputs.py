@@ -9,11 +9,13 @@ so that the numba engine and the pure-Python reference see byte-identical inputs
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..policies import base as pbase
 from ..policies import registry
 from ..workload.core import Workload, n_blocks_for
@@ -309,3 +311,6 @@ def footprint_blocks(inp: EngineInput) -> tuple[np.ndarray, np.ndarray]:
     """(prompt blocks, prompt + output blocks) of every request at the engine block size."""
     return (n_blocks_for(inp.input_len, inp.block_size),
             n_blocks_for(inp.input_len + inp.n_out, inp.block_size))
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -9,8 +9,12 @@ directly (one cluster-wide LRU). All functions are ``@njit(cache=True)`` and all
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 __all__ = ["table_size", "new_table", "h_find", "h_insert", "h_delete", "lru_push_tail", "lru_unlink"]
 
@@ -107,3 +111,6 @@ def lru_unlink(prev, nxt, ends, slot):
         ends[1] = p
     prev[slot] = -1
     nxt[slot] = -1
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -15,8 +15,12 @@ Two structures, both on plain preallocated arrays (``@njit(cache=True)``, alloca
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 __all__ = ["tree_size", "new_trees", "tree_set", "tree_rebuild", "holder_link", "holder_unlink"]
 
@@ -85,3 +89,6 @@ def holder_unlink(head, links, count, block, entry):
     if nxt >= 0:
         links[1, nxt] = prv
     count[block] -= 1
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

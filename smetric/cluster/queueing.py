@@ -30,11 +30,13 @@ selection loop on its own data structures.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, POSITIVE, integer
 from .estimators import ESTIMATORS, decode_time_nb
 
@@ -214,3 +216,6 @@ def queue_order(q: np.ndarray, est, priority, turn, arrival, now: float, need, f
     ranks = [rank_nb(q, float(est[k]), float(priority[k]), int(turn[k]), float(arrival[k]), float(now),
                      float(need[k]), float(free)) for k in range(len(est))]
     return sorted(range(len(ranks)), key=lambda k: (-ranks[k][0], -ranks[k][1], k))
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 __all__ = ["RouterInfo", "ASSIGNMENTS", "replica_of", "refresh_period", "AS_DEPLOYED_PATH"]
 
@@ -117,3 +120,6 @@ def refresh_period(t, period):
     elif (k + 1) * period <= t:
         k += 1
     return k * period, (k + 1) * period
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

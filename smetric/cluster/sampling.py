@@ -11,7 +11,11 @@ to the last event (the last finish), so the series covers the whole run with bet
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 __all__ = ["halve_samples"]
 
@@ -25,3 +29,6 @@ def halve_samples(ts, sampled):
             for c in range(ts.shape[2]):
                 ts[i, j, c] = ts[i, 2 * j, c]
         sampled[i] = kept
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

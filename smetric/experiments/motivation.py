@@ -28,6 +28,7 @@ if its parent is still queued -- near the knee ~10 % of follow-ups do, and miss 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..cluster.config import REPLAYS, GlobalStore
 from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
+from ..numba_cache import refresh_module
 from ..policies.signals import attention_tokens
 from ..workload.characterize import prefix_reuse
 from ..workload.core import Workload
@@ -762,3 +764,6 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
     fig.legend(handles, order, loc="lower center", ncol=len(order), frameon=False, title="load metric")
     fig.tight_layout(rect=(0, 0.1 / len(rows), 1, 1))
     return fig
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

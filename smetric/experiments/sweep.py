@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import traceback
 import uuid
 import warnings
@@ -50,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..context import ENV, run_context
+from ..numba_cache import refresh_module
 
 __all__ = [
     "PointFailure",
@@ -367,3 +369,6 @@ def sweep_environment(jobs: int | None = None, scheduler: str | None = None) -> 
     if scheduler is not None:
         return {JOBS_ENV: "", SCHEDULER_ENV: str(scheduler)}
     return {}
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

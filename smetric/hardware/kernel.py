@@ -27,8 +27,12 @@ bound by reading that prefix's KV, or on small GPUs by too few thread blocks) is
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 # Coefficient layout. PerfModel.coefficients() fills it.
 C_OVERHEAD = 0        # fixed per-iteration time: CPU overhead, kernel floors, all-reduce latency, LM-head weights
@@ -110,3 +114,6 @@ def example_coefficients() -> np.ndarray:
     c[C_ROOF_SHARPNESS] = 8.0
     c[C_DECODE_MIXED_FACTOR] = 1.0
     return c
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -14,8 +14,11 @@ exact engine hits, as a KV-event-fed router would.
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .base import R_SESSION, V_IN_FLIGHT
 from .selection import argmin_first
 from .signals import local_hit
@@ -56,3 +59,6 @@ def cache_affinity(view, req, blocks, params, state, rand):
         if hit > top or (hit == top and view[i, V_IN_FLIGHT] < view[best, V_IN_FLIGHT]):
             best = i
     return best
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

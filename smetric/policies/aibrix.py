@@ -17,9 +17,12 @@ Cache view: ``router`` (default) is AIBrix's prefix indexer -- router history wi
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, POSITIVE
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
@@ -68,3 +71,6 @@ def decide(view, req, blocks, params, state, rand):
 def choose(view, req, blocks, params, state, rand):
     """The prefix-cache choice; the prompt is then recorded under it."""
     return remember(state, params[_VIEW] == _ROUTER, blocks, decide(view, req, blocks, params, state, rand), req[R_NOW])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -12,9 +12,12 @@ token counts per step); exact here.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0
 from .base import R_INPUT_LEN, V_CONTEXT_TOKENS
 from .selection import minmax, sample_weighted
@@ -53,3 +56,6 @@ def scores(view, req, params):
 def choose(view, req, blocks, params, state, rand):
     """An instance sampled with probability proportional to its score."""
     return sample_weighted(scores(view, req, params), rand[0])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

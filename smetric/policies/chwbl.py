@@ -25,8 +25,11 @@ prompt is shorter. A prompt without blocks (zero tokens) gets a key of its own.
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import Range, at_least
 from .base import R_INDEX, V_IN_FLIGHT
 from .hashing import hash52
@@ -92,3 +95,6 @@ def choose(view, req, blocks, params, state, rand):
             return i
         k = k + 1 if k + 1 < m else 0
     return point_owner(state, 1, m, start)
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -6,6 +6,7 @@ import sys
 
 from numba import njit
 
+from ..numba_cache import refresh_module
 from . import (
     affinity,
     aibrix,
@@ -21,7 +22,6 @@ from . import (
     smetric_policy,
     vllm_router,
 )
-from .cache_guard import policy_sources, refresh_module
 
 
 @njit(cache=True)
@@ -66,4 +66,4 @@ def route(pid, view, req, blocks, params, state, rand):
     raise ValueError("unknown policy id")
 
 
-refresh_module(sys.modules[__name__], policy_sources())
+refresh_module(sys.modules[__name__])

@@ -16,9 +16,12 @@ active prefill tokens and blocks are the router's own bookkeeping of what it sen
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, FRACTION
 from .base import R_INPUT_LEN, V_CONTEXT_TOKENS, V_HIT_DRAM, V_HIT_HBM, V_KV_USED, V_QUEUED_TOKENS
 from .selection import argmin_random, sample_weighted
@@ -71,3 +74,6 @@ def choose(view, req, blocks, params, state, rand):
         if cost[i] == lo:
             tree[i] = view[i, V_KV_USED]
     return argmin_random(tree, rand[0])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -6,8 +6,12 @@ float64 state vector and never equal 0 (the "empty" marker).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -31,3 +35,6 @@ def hash52(value, salt):
     """A well-mixed hash of the int64 pair ``(value, salt)`` as a float in ``1 .. 2**52``."""
     x = mix64(np.uint64(value) + _GOLDEN * (np.uint64(salt) + np.uint64(1)))
     return float(x >> _S12) + 1.0
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

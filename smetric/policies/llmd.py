@@ -21,9 +21,12 @@ utilisation are Prometheus scrapes in llm-d (exact here); the estimate index is 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, POSITIVE, integer
 from .base import R_INPUT_LEN, R_NOW, V_HIT_DRAM, V_HIT_HBM, V_KV_CAPACITY, V_KV_USED, V_N_WAITING
 from .router_index import index_match, index_size, remember
@@ -80,3 +83,6 @@ def choose(view, req, blocks, params, state, rand):
     """argmax score (ties random); the estimate index then records the prompt under the choice."""
     chosen = argmax_random(scores(view, req, blocks, params, state), rand[0])
     return remember(state, params[_PREFIX] == _ESTIMATE, blocks, chosen, req[R_NOW])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

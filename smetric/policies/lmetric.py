@@ -14,8 +14,11 @@ has no notion of it.
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0
 from .base import R_INPUT_LEN, R_NOW, V_QUEUED_TOKENS
 from .router_index import CACHE_VIEWS, index_size, prefix_hits, remember
@@ -55,3 +58,6 @@ def choose(view, req, blocks, params, state, rand):
         if best < 0 or key < best_key:
             best, best_key = i, key
     return remember(state, use_router, blocks, best, req[R_NOW])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

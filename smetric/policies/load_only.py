@@ -10,8 +10,11 @@ themselves (exact), but poll token loads (SGLang's power-of-two: every 5 s) and 
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .signals import LOAD_SIGNALS, load_signal
 from .spec import PolicySpec
 
@@ -89,3 +92,6 @@ def power_of_two(view, req, blocks, params, state, rand):
     i2 = (i1 + 1 + min(int(rand[1] * (n - 1)), n - 2)) % n
     code = params[_P2_SIGNAL]
     return i1 if load_signal(view, i1, code) <= load_signal(view, i2, code) else i2
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

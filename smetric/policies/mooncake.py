@@ -20,9 +20,12 @@ Freshness: Mooncake's Conductor indexes engine KV events (exact, as here) and pr
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import POSITIVE
 from .base import R_INPUT_LEN, V_HIT_GLOBAL, V_QUEUED_ATTN
 from .selection import argmin_random
@@ -65,3 +68,6 @@ def ttft_estimates(view, req, params):
 def choose(view, req, blocks, params, state, rand):
     """argmin of the TTFT estimate, ties uniformly at random."""
     return argmin_random(ttft_estimates(view, req, params), rand[0])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -20,9 +20,12 @@ TPOT SLO), ``decode_len`` to Preble's fallback of 45 tokens.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, POSITIVE, at_least, integer
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT, V_REQ_COST
 from .selection import argmin_first
@@ -69,3 +72,6 @@ def choose(view, req, blocks, params, state, rand):
     window_add(state, 1, n, params[_WINDOW], now, chosen, view[chosen, V_REQ_COST])
     state[0] += 1.0
     return chosen
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -8,9 +8,12 @@ key's hash, wrapping to the start (``sort.Search`` / ``searchsorted``), as in ke
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .hashing import hash52
 
 
@@ -45,3 +48,6 @@ def first_point(state, offset, m, key_hash):
 def point_owner(state, offset, m, k):
     """The instance owning ring point ``k``."""
     return int(state[offset + m + k])
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

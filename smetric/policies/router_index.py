@@ -19,9 +19,12 @@ size bound. This module keeps that view in a policy's float64 state vector:
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .base import PolicyContext
 from .hashing import hash52
 from .signals import local_hit
@@ -124,3 +127,6 @@ def remember(state, use_router, blocks, chosen, now):
     if use_router:
         index_insert(state, 0, state.shape[0], blocks, chosen, now)
     return chosen
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -6,8 +6,12 @@ Ties are exact float equality, as in the routers' own code.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 
 @njit(cache=True)
@@ -93,3 +97,6 @@ def minmax(x):
         for i in range(x.shape[0]):
             out[i] = (x[i] - lo) / span
     return out
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -32,8 +32,11 @@ Freshness: the in-flight count is the router's own, exact.
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, FRACTION, at_least
 from .base import R_INPUT_LEN, R_NOW, V_IN_FLIGHT
 from .router_index import CACHE_VIEWS, index_insert, index_size, prefix_hits
@@ -90,3 +93,6 @@ def choose(view, req, blocks, params, state, rand):
         size = state.shape[0] - view.shape[0]
         state[size + chosen] += index_insert(state, 0, size, blocks, chosen, req[R_NOW]) * params[_B]
     return chosen
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -6,8 +6,11 @@ store, whose hits continue the local ones (see :mod:`smetric.policies.base`).
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .base import V_HIT_DRAM, V_HIT_GLOBAL, V_HIT_HBM, V_IN_FLIGHT, V_N_RUNNING, V_N_WAITING, V_QUEUED_TOKENS
 
 # codes of the load signals shared by least-load and power-of-two
@@ -52,3 +55,6 @@ def load_signal(view, i, code):
     if code == 2.0:
         return view[i, V_N_RUNNING]
     return view[i, V_IN_FLIGHT]
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

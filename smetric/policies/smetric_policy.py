@@ -39,9 +39,12 @@ queued prefill and in-flight counts are exact engine state here (KV events + ste
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import AT_LEAST_0, FRACTION, POSITIVE, Range
 from .base import R_HISTORY, R_INPUT_LEN, R_NOW, R_TURN, V_IN_FLIGHT, V_QUEUED_ATTN, V_QUEUED_TOKENS, PolicyContext
 from .router_index import CACHE_VIEWS, index_insert, index_size, prefix_hits
@@ -212,3 +215,6 @@ def choose(view, req, blocks, params, state, rand):
     if params[_RATE_MODE] == _ONLINE:
         state[int(params[_INDEX_SIZE]) + 1 + chosen * _RATE_SLOTS + 1] += load[chosen] - queued[chosen]
     return chosen
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -15,8 +15,11 @@ Freshness: the trie and the QPS counts are router-side bookkeeping (exact); noth
 
 from __future__ import annotations
 
+import sys
+
 from numba import njit
 
+from ..numba_cache import refresh_module
 from ..ranges import POSITIVE
 from .base import R_INPUT_LEN, R_NOW, R_SESSION
 from .hashing import hash52
@@ -81,3 +84,6 @@ def session_choose(view, req, blocks, params, state, rand):
         chosen = argmin_first(window_sums(state, window, n, params[_QPS_WINDOW], now))
     window_add(state, window, n, params[_QPS_WINDOW], now, chosen, 1.0)
     return chosen
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

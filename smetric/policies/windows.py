@@ -8,8 +8,12 @@ within one bucket.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..numba_cache import refresh_module
 
 N_BUCKETS = 30
 
@@ -47,3 +51,6 @@ def window_sums(state, offset, n_instances, width, now):
             for k in range(n_instances):
                 out[k] += state[offset + N_BUCKETS + k * N_BUCKETS + slot]
     return out
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

@@ -18,6 +18,7 @@ flat :class:`pandas.Series`; :func:`session_token_lorenz` gives the session-skew
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+from ..numba_cache import refresh_module
 from .core import Workload
 
 if TYPE_CHECKING:  # pandas is imported only where a DataFrame is built (start-up of the simulate path)
@@ -271,3 +273,6 @@ def characterize(
     stats.update(_percentiles("input", inp))
     stats.update(_percentiles("output", out))
     return pd.Series(stats, name=workload.name, dtype=float)
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

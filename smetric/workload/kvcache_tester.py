@@ -68,6 +68,7 @@ import json
 import math
 import os
 import re
+import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -76,6 +77,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from ..numba_cache import refresh_module
 from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload, n_blocks_for
 from .errors import TraceFormatError
@@ -680,3 +682,6 @@ def _coarsened(c: Conversations, block_size: int) -> Conversations:
                         parent=np.full(len(c.t), -1), gap=np.zeros(len(c.t)), block_offsets=c.block_offsets,
                         block_ids=c.block_ids, block_size=c.block_size).coarsen(block_size)
     return replace(c, block_offsets=workload.block_offsets, block_ids=workload.block_ids, block_size=block_size)
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed

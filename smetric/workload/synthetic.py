@@ -38,12 +38,14 @@ at ~70 per request, lose under 1.5 % of the reuse to block rounding, and coarsen
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from numba import njit
 from scipy import special
 
+from ..numba_cache import refresh_module
 from .arrivals import POISSON, ArrivalProcess, session_starts
 from .core import Workload
 from .fanout import FanOut
@@ -561,3 +563,6 @@ def synth_chat_workload(n_sessions: int | None = 5000, seed: int = 0, *, duratio
                         warmup: float = 0.0, **overrides) -> Workload:
     """Chat sessions from :data:`CHAT` (see :func:`synth_workload`); keyword arguments override its fields."""
     return synth_agent_workload(n_sessions, seed, preset="chat", duration=duration, warmup=warmup, **overrides)
+
+
+refresh_module(sys.modules[__name__])  # flush cached kernels whose imported sources changed
