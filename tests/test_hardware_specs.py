@@ -16,6 +16,10 @@ PUBLISHED = {
     "codellama-34b": (33.7, None),
     "qwen3-14b": (14.8, None),
     "mixtral-8x7b": (46.7, 12.9),
+    "mixtral-8x22b": (141.0, 39.0),
+    "llama-4-scout-17b-16e": (109.0, 17.0),  # the model card's total includes the vision encoder
+    "mistral-nemo-12b": (12.2, None),
+    "yi-34b": (34.4, None),
     "qwen2.5-7b": (7.61, None),
     "qwen2.5-14b": (14.7, None),
     "qwen2.5-32b": (32.5, None),

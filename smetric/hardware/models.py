@@ -232,6 +232,20 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
     _qwen3_moe("qwen3-coder-30b-a3b", "Qwen/Qwen3-Coder-30B-A3B-Instruct", 48, 2048, 32, 4, 768, 262144),
     _qwen3_moe("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4, 1536, 40960),
     _moe("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 32000, 32768, 8, 2, 14336),
+    # https://huggingface.co/mistralai/Mixtral-8x22B-v0.1/blob/main/config.json (Mixtral-8x22B-Instruct-v0.1 has
+    # the same shape and a 32,768-token vocabulary: 0.007 % more weights)
+    _moe("mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 128, 32000, 65536, 8, 2, 16384),
+    # https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E-Instruct/blob/main/config.json, text_config (also in
+    # RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic): every layer MoE (interleave_moe_layer_step 1), 16 routed
+    # experts, top-1, plus one shared expert of intermediate_size; its QK norm is a weightless L2 norm; the vision
+    # encoder is not modelled
+    _moe("llama-4-scout-17b-16e", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 48, 5120, 40, 8, 128, 202048,
+         10485760, 16, 1, 8192, shared_experts=1),
+    # https://huggingface.co/mistralai/Mistral-Nemo-Instruct-2407/blob/main/config.json (head_dim 128, not 5120/32)
+    ModelSpec("mistral-nemo-12b", "mistralai/Mistral-Nemo-Instruct-2407", 40, 5120, 32, 8, 128, 14336, 131072,
+              131072),
+    # https://huggingface.co/01-ai/Yi-34B/blob/main/config.json
+    _llama("yi-34b", "01-ai/Yi-34B", 60, 7168, 56, 8, 20480, 64000, 4096),
     _opt("opt-13b", "facebook/opt-13b", 40, 5120, 40, 20480),
     _opt("opt-66b", "facebook/opt-66b", 64, 9216, 72, 36864),
 )}
