@@ -11,7 +11,7 @@ and at 1,024 instances).
 
 Every point runs twice on the same engine input, in one process and interleaved: with the engine's routing index
 (the default: on from ``SPARSE_MIN_INSTANCES`` routable instances) and with the full view rebuilt at each arrival
-(the index forced off: the engine before issue 22), so the before/after ratio of each point is measured on one
+(the index forced off), so the ratio of the two at each point is measured on one
 machine state; the two runs' raw results are checked to be identical (the index changes no decision). The
 32-instance point also runs with the index forced on (below its default threshold). Each point also runs
 ``round-robin`` on the same workload: it reads no routing view, so its CPU per request is the instance model's
@@ -26,15 +26,15 @@ The one-hour rows at 1,024 and 4,096 instances are **extrapolated** (labelled so
 1,024-instance lengths (2, 4 and 8 minutes), the second from a 2-minute window of its own:
 ``CPU(60 min) = CPU(longest window) * (60 / window) ** b``, with ``b`` the length
 exponent fitted at 1,024 instances but never below 1 (windows under ~2 minutes carry fixed costs, page faults on
-the engine's state among them, that made the session-5 fit over 0.5-2 minutes 0.81 and its hour optimistic:
+the engine's state among them, that make a fit over 0.5-2 minutes sub-linear (0.81) and its hour optimistic:
 measured at 1,024 instances, 24 µs/request over 0.5 min, 18.6 over 2, 17.8 over 8, 19.9 over 20).
 ``--full-hour`` also measures the 1,024-instance hour, with SMETRIC and with round-robin (the instance model alone;
 2.7 M requests; ~2.5 minutes each, 18.3 GB peak: the 16-token block ids of the generated workload and of its thinned
 copy, ~3 KB per request each, before the engine input is built; the generated one is then dropped,
-``setups.clear_workload_cache``). Measured, per request the hour costs more than the 8-minute window (session 7:
-20.9-21.6 against 15.9-18.6 µs in three runs): the engine's per-request and per-block state grows with the trace
-and likely falls out of the CPU caches (the operations per request do not grow: session 8's counters). Session 8:
-round-robin's hour took 56.1 s against SMETRIC's 58.3 s, so the 20 s target is out of reach of any router.
+``setups.clear_workload_cache``). Measured, per request the hour costs more than the 8-minute window (20.9-21.6
+against 15.9-18.6 µs in three runs): the engine's per-request and per-block state grows with the trace and likely
+falls out of the CPU caches (counted, the operations per request do not grow). Round-robin's hour took 56.1 s
+against SMETRIC's 58.3 s, so the 20 s target is out of reach of any router.
 
 Run: ``.venv/bin/python -m benchmarks.engine_scaling [--full-hour]``.
 """
@@ -169,7 +169,7 @@ def run(instances=INSTANCES, lengths=LENGTHS, base_minutes: float = 7.5, hour_in
         us = lambda key, p=p: 1e6 * p[key] / p["requests"]  # noqa: E731
         rows += [Row(g, f"{p['minutes']:g} min ({p['requests']:,} requests): engine CPU", p["cpu_s"], "s"),
                  Row(g, "CPU per request (routing index on from its threshold: the default)", us("cpu_s"), "µs"),
-                 Row(g, "CPU per request, full view at every arrival (before issue 22)", us("cpu_full_s"), "µs"),
+                 Row(g, "CPU per request, full view at every arrival (index off)", us("cpu_full_s"), "µs"),
                  Row(g, "speed-up of the default over the full view (same run)", p["cpu_full_s"] / p["cpu_s"], "x"),
                  Row(g, f"CPU per request, {FLOOR_POLICY} (no routing view: the instance model alone)",
                      us("cpu_floor_s"), "µs")]

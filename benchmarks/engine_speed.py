@@ -1,10 +1,10 @@
-"""Engine speed: the issue's reference scenario, the speed-up over the pure-Python reference,
+"""Engine speed: the reference scenario, the speed-up over the pure-Python reference,
 compile time (cold and cached) and peak memory.
 
 Scenario: the default synthetic agent workload (``smetric.experiments.setups.agent_workload``),
 one hour at 45 requests per minute per instance, 32 instances of the paper's 30B testbed
 (Qwen3-30B-A3B, TP 1, H20), colocated, provisioned global store, policy ``smetric``. The "full stack"
-row runs the same hour with every KV-path mechanism of issue 11 on (:func:`full_stack`).
+row runs the same hour with every KV-path mechanism on (:func:`full_stack`).
 
 Run: ``.venv/bin/python -m benchmarks.engine_speed [--minutes M] [--reference-minutes R]``.
 Times are wall clock and process CPU (the machine may be shared: CPU time is the steadier number).

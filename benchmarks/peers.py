@@ -47,7 +47,7 @@ BLIS_COMMIT = "c4950de"
 BLIS_MODEL = "meta-llama/llama-3.3-70b-instruct"
 SMETRIC_COMMAND = ["-m", "smetric.cli", "simulate", "--trace", "azure-conv", "--policy", "round-robin",
                    "--instances", str(INSTANCES), "--model", "llama-2-70b", "--gpu", "h100", "--tp", "8", "--json"]
-TARGETS = {"SplitwiseSim": ">= 10", "BLIS": ">= 15"}  # issue 22: whole-process speed-up over each peer
+TARGETS = {"SplitwiseSim": ">= 10", "BLIS": ">= 15"}  # whole-process speed-up over each peer
 # SplitwiseSim handles an arrival at t = 0 before its instances' start-up events at t = 0 ("No instances
 # available"), so its trace starts this far in (1 us; every arrival moves alike).
 SPLITWISE_START_S = 1e-6

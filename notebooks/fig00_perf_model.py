@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Figure 0 — the calibrated performance model vs measured GPU timings
 #
-# Every iteration time in the simulator comes from `smetric.hardware.PerfModel`: a smooth roofline of the linear layers, causal attention FLOPs, decode KV reads, TP all-reduce and a fixed overhead, with per-GPU efficiencies fitted to third-party profiles (`data/perf/`). Top row: predicted vs measured time per dataset; bottom row: relative error vs batch size. Operator profiles are per layer and GPU shard; DistServe rows are whole iterations of its A100 OPT latency models, with one CPU overhead fitted per engine. Targets (issue 3): MAPE <= 10 % on linear layers (>= 16 tokens), <= 15 % on attention grids.
+# Every iteration time in the simulator comes from `smetric.hardware.PerfModel`: a smooth roofline of the linear layers, causal attention FLOPs, decode KV reads, TP all-reduce and a fixed overhead, with per-GPU efficiencies fitted to third-party profiles (`data/perf/`). Top row: predicted vs measured time per dataset; bottom row: relative error vs batch size. Operator profiles are per layer and GPU shard; DistServe rows are whole iterations of its A100 OPT latency models, with one CPU overhead fitted per engine. Targets: MAPE <= 10 % on linear layers (>= 16 tokens), <= 15 % on attention grids.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick

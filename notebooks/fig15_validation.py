@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Figure 15: validation against published operating points
 #
-# The model next to what is publicly known about real testbeds, on the same work (sources: `shared/reference/kv-path.md` "Operating points of real testbeds", `paper.md` §2b):
+# The model next to what is publicly known about real testbeds, on the same work (sources: LMetric's artifact and paper, and the SMetric paper's Finding 6):
 #
 # * **LMetric's artifact point** (blitz-serving/blitz-router `ae/`): 16x Qwen3-30B-A3B on H20 (TP 1, PD colocated, chunked prefill 4096, GPU memory utilisation 0.9), the BAILIAN coder trace at 2.4x = 53.8 requests/min/instance, LMetric routing; here the `bailian-coder` preset. The artifact is plain vLLM v1 with prefix caching and its sources name no global KV store or LMCache, so the primary setup has **no global store**; the paper's stack (provisioned store through the `lmcache-mooncake` connector) and open replay are variants. LMetric sets its default load to "half of the testbed's maximum rate": an implied capacity of 107.6 requests/min/instance.
 # * **Finding 6** of the paper (production at 43-48 requests/min/instance) against the knee of each workload preset on the 30B testbed (32 instances, default stack: provisioned store, `lmcache-mooncake`, closed replay).

@@ -1,14 +1,15 @@
 """Regenerate ``data/traces/weka_claude_code_512.tar.gz`` from the original kv-cache-tester archive.
 
-The original (``shared/traces/weka_claude_code_traces.tar.gz``: 710 Claude Code sessions from
-callanjfox/kv-cache-tester @ 94f6046d, Apache-2.0, 31.7 MB) carries 64-token chained prefix hashes.
+The original is a ``.tar.gz`` of the session files ``traces/trace_NNNN.json`` of callanjfox/kv-cache-tester
+@ 94f6046d (Apache-2.0; the 710 of its 739 files that the shipped archive holds, 31.7 MB packed); they
+carry 64-token chained prefix hashes.
 This writes the same sessions in the same format with 512-token blocks: the ids are chained, so a
 full 512-token block is identified by the id of its last 64-token block (``hash_ids[7::8]``) and a
 partial 512-token tail carries no id (as a partial 64-token tail carries none in the original).
 Every other field is kept as is; ``block_size`` becomes 512 and a ``derived_from`` note is added.
 The archive is byte-reproducible (sorted names, zero times, no gzip name or time).
 
-Usage: ``python scripts/make_claude_code_512.py [ORIGINAL.tar.gz] [OUT.tar.gz]``
+Usage: ``python scripts/make_claude_code_512.py ORIGINAL.tar.gz [OUT.tar.gz]``
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import sys
 import tarfile
 from pathlib import Path
 
-ORIGINAL = Path("/work/shared/traces/weka_claude_code_traces.tar.gz")
 OUT = Path(__file__).resolve().parents[1] / "data" / "traces" / "weka_claude_code_512.tar.gz"
 FACTOR = 8  # 512 / 64
 NOTE = ("callanjfox/kv-cache-tester @ 94f6046d traces/{name}, Apache-2.0; modified by smetric "
@@ -36,7 +36,7 @@ def coarsen_requests(requests: list) -> None:
             request["hash_ids"] = request["hash_ids"][FACTOR - 1::FACTOR]
 
 
-def main(original: Path = ORIGINAL, out: Path = OUT) -> None:
+def main(original: Path, out: Path = OUT) -> None:
     """Read every session of ``original``, coarsen it, write ``out``."""
     with tarfile.open(original, "r:gz") as archive:
         members = sorted((m for m in archive if m.isfile() and m.name.endswith(".json")), key=lambda m: m.name)
@@ -60,4 +60,6 @@ def main(original: Path = ORIGINAL, out: Path = OUT) -> None:
 
 
 if __name__ == "__main__":
+    if not 2 <= len(sys.argv) <= 3:
+        sys.exit("usage: python scripts/make_claude_code_512.py ORIGINAL.tar.gz [OUT.tar.gz]")
     main(*(Path(a) for a in sys.argv[1:3]))

@@ -50,7 +50,7 @@ CONTENDED = KVConnector(name="contended", model="lmcache", lookup_s=2e-3, load_l
 
 @st.composite
 def kv_path(draw):
-    """ClusterConfig keywords of the KV path (issue 11)."""
+    """ClusterConfig keywords of the KV path."""
     return dict(cache_replies=draw(st.booleans()), global_store_replies=draw(st.booleans()),
                 hit_granularity=draw(st.sampled_from([None, 8, 16])),
                 kv_connector=draw(st.sampled_from(list(CONNECTORS) + [CONTENDED])))

@@ -1,4 +1,4 @@
-"""Fan-out joins in closed replay (issue 21, item 2, engine side).
+"""Fan-out joins in closed replay (the engine side).
 
 A fan-out child (a parallel tool call's or a sub-agent's request) has ``parent`` = the spawning turn and
 ``join_to`` = the turn that waits for it. A request is released once its parent and every row that joins it

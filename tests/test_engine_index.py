@@ -1,4 +1,4 @@
-"""The numba engine's routing index (issue 22, items 1-2): decisions and every number equal the full view's.
+"""The numba engine's routing index: decisions and every number equal the full view's.
 
 Random cases of the equivalence tests (1-4 instances, every KV path, router information models with replicas
 and stale snapshots) and busier cases on 12-48 instances, run with the index forced on (it is normally on from
@@ -126,8 +126,8 @@ def test_index_decides_as_the_full_view_on_busy_clusters(policy, params, n_insta
 ])
 def test_index_decides_widely_held_prefixes_as_the_full_view(policy, params, holders, n_instances, extra):
     """Follow-ups whose own blocks left every cache but whose long shared prefix is widely held (the common case
-    at scale: before this case was indexed, about half of these arrivals needed the full view) are decided by the
-    index, as the full view decides them."""
+    at scale: about half of these arrivals would otherwise need the full view) are decided by the index, as the
+    full view decides them."""
     wl = agent_workload(3, n_sessions=30 * n_instances, max_turns=5, span=6.0, first_prompt=(20, 300),
                         appended=(10, 200), output=(1, 200), system_prompt=800)
     cluster = small_cluster(kv_tokens=4_000, n_instances=n_instances, block_size=16, max_num_seqs=8,

@@ -1,6 +1,6 @@
-"""The KV path (issue 11): reply KV in the prefix cache, partial-tail hits, and the lmcache connector's
-blocking loads, shared node NIC and costly writes -- hand-built cases with values computed from the rules,
-plus the ``ideal`` connector reproducing the engine's results from before the KV-path work bit for bit."""
+"""The KV path: reply KV in the prefix cache, partial-tail hits, and the lmcache connector's blocking loads,
+shared node NIC and costly writes -- hand-built cases with values computed from the rules, plus the ``ideal``
+connector without reply caching reproducing a fixture of the engine without these mechanisms bit for bit."""
 
 from __future__ import annotations
 
@@ -200,7 +200,8 @@ def test_lookups_delay_the_iteration_that_admits():
 # ---------------------------------------------------------------------------------------------- ideal == before
 @pytest.mark.parametrize("engine", ["numba", "reference"])
 def test_ideal_without_reply_caching_reproduces_the_engine_before_the_kv_path_work(engine):
-    """The fixture was written by the engine at the commit before this work (tests/data/engine_before_kvpath.csv)."""
+    """The fixture (tests/data/engine_before_kvpath.csv) holds the results of the engine without the KV-path
+    mechanisms (the ``ideal`` link, no reply KV, whole-block hits)."""
     before = pd.read_csv(FIXTURE)
     wl = agent_workload(23, n_sessions=25, max_turns=4, span=2.0, first_prompt=(20, 1500))
     cases = {

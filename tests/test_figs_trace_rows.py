@@ -1,5 +1,5 @@
 """fig11 and fig12 with a real trace: the phase diagram's turns axis collapses to the trace's own sessions, and both
-figures get the claude-code row beside the main workload (issue 12)."""
+figures get the claude-code row beside the main workload."""
 
 from pathlib import Path
 

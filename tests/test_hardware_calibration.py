@@ -119,7 +119,7 @@ def test_hopper_attention_rows_carry_a_source_and_a_reported_value():
     assert (raw["reported_ms"].notna() | raw["reported_tflops"].notna()).all()
     frame = profiles.hopper_attention()
     assert set(frame[frame["use"] == "fit"]["gpu"]) == {"h100", "h20"}
-    # the H20 anchor of issue #1310: 107.8 TFLOPS causal at batch 2, seqlen 2048, 16 heads x 128
+    # the H20 anchor (Dao-AILab/flash-attention issue #1310): 107.8 TFLOPS causal, batch 2, seqlen 2048, 16 x 128
     h20 = frame[(frame["gpu"] == "h20") & (frame["cached"] == 0)].iloc[0]
     assert 2 * 2 * 2048**2 * 16 * 128 / h20["measured_s"] == pytest.approx(107.8e12, rel=0.01)
 

@@ -340,7 +340,7 @@ def test_claude_code_counts_attached_and_separate():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_window_is_placed_without_building_the_calls_outside_it(seed):
     """Placing only the calls inside [begin, end) equals placing everything and cutting the window (a day of
-    warm-up for a 10-minute window used to build every call of the day)."""
+    warm-up for a 10-minute window would otherwise build every call of the day)."""
     conversations = read_conversations(data_dir() / "traces" / "weka_claude_code_512.tar.gz")[0]
     rng = np.random.default_rng(seed)
     start = np.sort(rng.uniform(0.0, 86_400.0 + 600.0, 200)) - 86_400.0

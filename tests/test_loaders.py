@@ -439,9 +439,9 @@ def test_limits_can_be_raised_by_parameter_and_environment(monkeypatch):
 
 
 def test_hash_ids_at_the_int64_limit_load_and_pad_without_wrapping():
-    w = load_trace(DATA / "mooncake_hash_int64_max.jsonl")  # was an OverflowError
+    w = load_trace(DATA / "mooncake_hash_int64_max.jsonl")  # at the int64 limit: no OverflowError
     assert w.n_blocks[0] == 4 and len(set(w.blocks(0).tolist())) == 4
-    w = load_trace(DATA / "mooncake_hash_int64_wrap.jsonl")  # padding used to wrap onto the second prompt's id
+    w = load_trace(DATA / "mooncake_hash_int64_wrap.jsonl")  # padding must not wrap onto the second prompt's id
     assert not set(w.blocks(0).tolist()) & set(w.blocks(1).tolist())
     assert characterize(w)["reuse_ratio"] == 0.0
 

@@ -514,7 +514,7 @@ def test_mooncake_ties_are_random():
     assert [mc(v, request(1000), u=u) for u in (0.2, 0.8)] == [0, 1]
 
 
-# ------------------------------------------------------------------ deployed-router options (issue 11 item 4)
+# ------------------------------------------------------------------------------------------ deployed-router options
 def test_lmetric_router_view_credits_where_the_prompt_was_sent_not_engine_hits():
     blocks = np.arange(63, dtype=np.int64)  # a 1000-token prompt in 16-token blocks
     for cache_view in ("engine", "router"):

@@ -1,4 +1,4 @@
-"""Priorities and abandonment (issue 23): engine == reference with both on, exact counts in hand-built cases,
+"""Priorities and abandonment: engine == reference with both on, exact counts in hand-built cases,
 nothing changes when nobody abandons, the KPIs and the CLI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Decode-time estimators of the ranked queue disciplines (issue 23): engine == reference, oracle unchanged,
+"""Decode-time estimators of the ranked queue disciplines: engine == reference, oracle unchanged,
 and a case where an estimate mis-ranks what the oracle ranks right."""
 
 from __future__ import annotations

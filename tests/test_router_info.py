@@ -1,4 +1,4 @@
-"""The router information model (issue 21, item 4): stale snapshots, KV-event delay, router replicas.
+"""The router information model: stale snapshots, KV-event delay, router replicas.
 
 Engine == reference with every mechanism on (random cases of the equivalence tests, with a random
 :class:`RouterInfo`), and hand-built cases of what each mechanism does to a decision.

@@ -31,7 +31,7 @@ def _busy_fraction_from_requests(requests: pd.DataFrame, n_instances: int) -> fl
 def test_busy_fraction_matches_the_per_request_csv(case, tmp_path):
     if case == "agent":  # steady arrivals, a drain after the last one
         wl = agent_workload(7, n_sessions=40, max_turns=4, span=20.0, first_prompt=(200, 3000), output=(20, 200))
-    else:  # every request at t = 0: the old arrival-span spacing covered only the first 1e-3 * n_samples s
+    else:  # every request at t = 0: a spacing from the arrival span would cover only the first 1e-3 * n_samples s
         rng = np.random.default_rng(1)
         wl = unique_workload(np.zeros(60), rng.integers(100, 3000, 60), rng.integers(1, 600, 60))
     cluster = small_cluster(kv_tokens=30_000, n_instances=3, block_size=16, max_num_seqs=4, max_batched_tokens=512)

@@ -1,4 +1,4 @@
-"""The GPUs and models the published real-cluster benchmarks run on (issue 19 item 4): L4, L40S and four models."""
+"""The GPUs and models the published real-cluster benchmarks run on: L4, L40S and four models."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Hot spots (issue 21, item 6): SMETRIC's gain as the mechanisms that pile sessions onto few instances strengthen.
+"""Hot spots: SMETRIC's gain as the mechanisms that pile sessions onto few instances strengthen.
 
 An **axis** is one entry of :data:`AXES`: its name and its levels, each a label and the config overrides it
 applies (:func:`resolve`); the first level of every axis is the testbed default (no override), so each axis
@@ -39,7 +39,7 @@ DEFAULT = "default"
 #: data/routers/as_deployed.json's presets: 50 ms (llm-d's refresh-metrics-interval default, llm-d-router #2514),
 #: 1 s (AIBrix's gateway metrics cache, aibrix #2569), 5 s (SGLang's power-of-two load poll, sgl-model-gateway
 #: power_of_two.rs), prefix hits from KV events at once; replicas -- router replicas each seeing only its own
-#: dispatches, requests spread uniformly or by session hash (issue 21: production deployments run several);
+#: dispatches, requests spread uniformly or by session hash (production deployments run several);
 #: information -- each policy with its sourced "as deployed" preset; fan-out -- the sub-agent fan-out measured on
 #: the Claude Code trace (data/presets/fanout.json: 0.078 % of its conversations' calls spawn, 1-3 sub-agents of ~11
 #: calls), the same with 10 % of turns spawning (an assumption: a stress level, no source measures it), and on the

@@ -67,7 +67,7 @@ __all__ = [
 
 #: The model choices a verdict may depend on (columns of the map).
 AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay", "router", "arrival")
-#: Columns of the robustness CSV (issue 13), in order, then ``replay``, ``router`` and ``arrival`` (issue 21);
+#: Columns of the robustness CSV, in order, then ``replay``, ``router`` and ``arrival``;
 #: :func:`robustness_map` adds ``point``, ``variant`` and ``best_baseline`` after ``claim_id``.
 MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
                "n_seeds", "verdict", "replay", "router", "arrival")

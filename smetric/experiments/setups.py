@@ -17,8 +17,8 @@ complete response (:data:`TESTBED_DEFAULTS`; every figure can override them).
 Workloads (:data:`WORKLOADS`): ``bailian-coder`` (the default: public BAILIAN coder lengths with the
 paper's agent reuse structure, the preset closest to the paper's traffic), the real Claude Code
 sessions of kv-cache-tester (``claude-code``), and the other presets of
-:data:`smetric.workload.synthetic.PRESETS` (``long-context`` is the earlier default, kept as a
-sensitivity row).
+:data:`smetric.workload.synthetic.PRESETS` (``long-context``, lengths from a third-party report on a
+private trace, is a sensitivity row).
 
 **Offered load** (every figure): requests per minute per instance, set by how many sessions
 start per unit time (:func:`offered_point`); the tool/think gaps between turns stay as generated,
@@ -132,7 +132,7 @@ def clear_workload_cache() -> None:
 #: How the figures map a real trace's sub-agents (``smetric.workload.kvcache_tester``): ``"attached"`` (the
 #: loader's default: each sub-agent's calls stay in its conversation's session and the conversation's next call
 #: joins its last one, ``Workload.join_to``, which closed replay waits for) or ``"separate"`` (each a session of
-#: its own, the figures' numbers up to session 5).
+#: its own).
 FIGURE_SUBAGENTS = "attached"
 
 

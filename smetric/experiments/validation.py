@@ -1,7 +1,7 @@
 """Figure 15: the model next to what is publicly known about real testbeds on the same work.
 
-Three comparisons, each against a published number (sources in ``shared/reference/kv-path.md``
-"Operating points of real testbeds" and ``paper.md`` §2b):
+Three comparisons, each against a published number (LMetric's artifact, the paper's Finding 6, and the
+performance model's published checks):
 
 * **LMetric's artifact point** (blitz-serving/blitz-router ``ae/``): 16 x Qwen3-30B-A3B on H20, TP 1,
   PD colocated, chunked prefill 4096, GPU memory utilisation 0.9, the BAILIAN coder trace at 2.4x
@@ -32,7 +32,7 @@ Three comparisons, each against a published number (sources in ``shared/referenc
   15 % faster or slower), because a TPOT p50 near the 20 ms gate makes attainment swing with a small decode error.
 
 The artifact's KV capacity (``num_blocks`` 15683 x 16 = 250,928 tokens) is the instance's, through
-``data/perf/kv_capacity.json`` (the performance model's estimate was 309,314).
+``data/perf/kv_capacity.json`` (the performance model's own estimate is 309,314).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ KNEE_ATTAINMENT = 0.90
 #: The capacity is consistent with the implied capacity within this factor band.
 CONSISTENT_BAND = (0.5, 2.0)
 #: The decode-time error band shown beside the SLO attainment: the performance model's stated +-15 % on decode
-#: iterations (issue 19 item 7; the public H100 point is vLLM PR #23151's batch-10 TPOT of 13.2 ms).
+#: iterations (the public H100 point is vLLM PR #23151's batch-10 TPOT of 13.2 ms).
 DECODE_ERROR = 0.15
 #: LMetric-point setups: name -> (global store, replay). The first is the primary (no store is named in
 #: the artifact's sources); the store variant runs the paper's stack (provisioned store, lmcache-mooncake).

@@ -17,7 +17,7 @@ kv-cache-tester's, the only recorded timing).
 Processes (:class:`ArrivalProcess`, the ``arrival`` field of
 :class:`~smetric.workload.synthetic.SessionWorkloadConfig`), all with the configured mean rate:
 
-* ``poisson`` -- exponential gaps (the default; draws exactly as before this module existed);
+* ``poisson`` -- exponential gaps (the default; over a span, a Poisson count of uniform points);
 * ``gamma`` -- a renewal process with Gamma gaps of coefficient of variation ``cv`` (shape ``1 / cv**2``),
   started in equilibrium (the first point a uniform fraction of a length-biased gap);
 * ``mmpp`` -- a two-state Markov-modulated Poisson process whose rate has stationary coefficient of

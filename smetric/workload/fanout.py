@@ -11,7 +11,7 @@ Three things live here:
   trace, read with ``subagents="attached"``), written to ``data/presets/fanout.json``;
 - :func:`workload_fanout`: the fan-out a :class:`Workload` carries (``smetric characterize``);
 - :class:`FanOut`, :func:`fitted_fanout` and :func:`add_fanout`: the synthetic generator's fan-out
-  (``SessionWorkloadConfig.fanout``; ``None`` keeps the generator's draws exactly as before).
+  (``SessionWorkloadConfig.fanout``; ``None``, the default, adds no fan-out and draws no extra random numbers).
 
 Parallel tool calls are not in the Claude Code trace: each record is one API call, and a response with
 several ``tool_use`` blocks is one call whose tool results come back together in the next prompt (the

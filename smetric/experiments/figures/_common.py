@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..figure import FigureParams, param
 
-#: Workload seeds of a comparative claim (issue 13: >= 8, paired per seed).
+#: Workload seeds of a comparative claim (at least 8, paired per seed).
 SEEDS = (0, 1, 2, 3, 4, 5, 6, 7)
 
 

@@ -1,4 +1,4 @@
-"""Figure 0: the calibrated performance model vs measured GPU timings (issue 3's accuracy targets)."""
+"""Figure 0: the calibrated performance model vs measured GPU timings, with its accuracy targets."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def plot(df: pd.DataFrame):
 
 
 def claims(df: pd.DataFrame) -> list[dict]:
-    """No paper claim: the model's accuracy is issue 3's target, printed by :func:`findings`."""
+    """No paper claim: the model's accuracy against its targets is printed by :func:`findings`."""
     return []
 
 

@@ -1,4 +1,4 @@
-"""Figure 13 (issue 11): SMETRIC's gain at the knee and past it as the KV path goes from ``ideal`` to the full
+"""Figure 13: SMETRIC's gain at the knee and past it as the KV path goes from ``ideal`` to the full
 vLLM + LMCache + Mooncake stack, one mechanism at a time (:mod:`smetric.experiments.serving_stack`)."""
 
 from __future__ import annotations

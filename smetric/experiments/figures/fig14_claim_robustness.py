@@ -1,4 +1,4 @@
-"""Figure 14: the headline verdicts (C12, C13, C14) across the uncertain model choices (issue 13, item 3).
+"""Figure 14: the headline verdicts (C12, C13, C14) across the uncertain model choices.
 
 One-at-a-time variations around the testbed's model: each axis of
 :data:`~smetric.experiments.robustness.AXES` (workload preset, KV connector, Hopper attention calibration,
@@ -23,7 +23,7 @@ during the warm-up and evicts throughout the window (the former 25 GB never fill
 default byte for byte). Its bandwidth binds only the ``ideal`` connector: ``lmcache-mooncake`` reads at its
 own rates.
 
-Two axes of issue 21: ``router=as-deployed`` gives each policy its sourced information model
+Two axes of router information and arrivals: ``router=as-deployed`` gives each policy its sourced information model
 (``data/routers/as_deployed.json``); SMETRIC, LMetric, Dynamo and least-load have no published refresh interval
 or read router-local counters, so their presets are exact (labelled assumptions there) and the cell equals the
 default -- fig17 adds llm-d, whose 50 ms refresh is sourced. ``arrival=azure-code:mmpp`` starts the sessions by

@@ -1,4 +1,4 @@
-"""Figure 17: SMETRIC's gain as hot-spot mechanisms strengthen, one at a time (issue 21, item 6).
+"""Figure 17: SMETRIC's gain as hot-spot mechanisms strengthen, one at a time.
 
 **The claim and its rules, stated before running.** The paper's argument is that cache-affine routers pile
 agent sessions onto a few instances and cap TPS, and that the turn number, read from the request, lets a

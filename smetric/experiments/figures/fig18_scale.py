@@ -1,4 +1,4 @@
-"""Figure 18 (issue 22, item 4): does first-request balancing hold at production scale?
+"""Figure 18: does first-request balancing hold at production scale?
 
 SMETRIC, LMetric, Dynamo and least-load on the 30B testbed at N = 32, 128, 512 and 1,024 instances, the
 per-instance load held fixed at the knee and past it, with one router and with 8 replicas
