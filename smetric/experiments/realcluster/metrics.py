@@ -15,7 +15,12 @@ Every harness measures the requests *sent* in the measured stages (bucketed by t
     *half* the per-token decode time (BLIS ID 7: TPOT 8.96 ms against (E2E - TTFT)/(out - 1) = 18.1 ms;
     ``shared/reference/validation.md`` trap 1). Modelled as 0.5 x the per-request mean decode time per token,
     averaged over requests; a stated property of that harness, not a fitted factor;
-  - ``blis`` (the sim-to-real validation's ``itl_mean``): (E2E mean - TTFT mean) / (output mean - 1), a ratio of means;
+  - ``blis`` (the sim-to-real validation's ``itl_mean``): (E2E mean - TTFT mean) / (output mean - 1), a ratio of
+    means, whose output mean is the one its *client* counted by re-tokenising the stream (inference-sim/
+    sim-to-real-accuracy-validation ``experiment/ground_truth.py``), not the tokens the engine generated (with
+    ``ignore_eos`` the nominal length, which the model generates too). Where a spec states that count
+    (``source.client_output_mean``: published, or derived from the published triple as
+    (E2E mean - TTFT mean) / ITL + 1) it is the denominator; otherwise the simulated output mean is;
   - ``kubeai-chat`` and ``sglang-bench-serving`` (vLLM-style benchmark clients): TPOT = mean over requests of
     (E2E - TTFT) / (output - 1); ITL the same per token;
 * ``hit_ratio``: prompt tokens served from the local prefix cache (HBM + host DRAM) over prompt tokens
@@ -47,12 +52,19 @@ def _request_rate(requests: pd.DataFrame, done: pd.DataFrame, span: float, harne
     return len(done) / span
 
 
-def harness_metrics(requests: pd.DataFrame, harness: str) -> dict[str, float]:
+def harness_metrics(requests: pd.DataFrame, harness: str, client_output_mean: float | None = None
+                    ) -> dict[str, float]:
     """Every metric of :data:`~.spec.METRICS` over ``requests`` (the measured requests of one run).
+
+    ``client_output_mean``: the ``blis`` harness's client-counted output mean (the denominator of its ITL), when
+    the spec states it.
 
     ``requests`` needs the :class:`~smetric.cluster.result.SimResult` columns ``arrival``, ``first_token``,
     ``finish``, ``input_len``, ``output_len``, ``hit_hbm``, ``hit_dram``, ``status``.
     """
+    if client_output_mean is not None and harness != "blis":
+        raise ValueError(f"client_output_mean: only the blis harness divides by a client-counted output mean, "
+                         f"not {harness!r}")
     done = requests[requests["status"] == "completed"]
     sent = len(requests)
     if done.empty:
@@ -64,7 +76,8 @@ def harness_metrics(requests: pd.DataFrame, harness: str) -> dict[str, float]:
     multi = out > 1
     per_token = ((e2e - ttft)[multi] / (out[multi] - 1)) if multi.any() else np.array([np.nan])
     if harness == "blis":
-        itl = (e2e.mean() - ttft.mean()) / max(out.mean() - 1.0, 1e-12)
+        counted = out.mean() if client_output_mean is None else client_output_mean
+        itl = (e2e.mean() - ttft.mean()) / max(counted - 1.0, 1e-12)
     elif harness == "inference-perf":
         itl = _INFERENCE_PERF_CHUNK * float(np.mean(per_token))
     else:

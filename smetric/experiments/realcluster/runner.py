@@ -116,10 +116,12 @@ def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = N
             cache[key] = replay_router(spec, label, quick=quick)
         requests = cache[key]
         if spec.summary == "stage-mean":  # the report's summary row is the mean of its per-stage rows
-            per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness) for k in spec.measured_stages]
+            per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness, spec.client_output_mean)
+                         for k in spec.measured_stages]
             out[label] = {m: float(np.mean([v[m] for v in per_stage])) for m in per_stage[0]}
         else:
-            out[label] = harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness)
+            out[label] = harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness,
+                                         spec.client_output_mean)
     return out
 
 

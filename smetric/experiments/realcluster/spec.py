@@ -28,6 +28,9 @@ One file per experiment, with exactly these top-level keys (other keys may be ad
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
+  ``source.client_output_mean`` (``blis`` only): the output mean the harness divided by, as its client counted
+  (re-tokenised) it, where published or derived from the published triple; used only in that harness's ITL
+  (:mod:`.metrics`), never by the engine, which generates the nominal lengths.
 
 A spec that is malformed, names an unknown model, GPU, policy, generator or metric, or holds an impossible value
 raises :class:`SpecError` naming the file, the key and the reason -- before any simulation.
@@ -111,6 +114,12 @@ class ExperimentSpec:
     def harness(self) -> str:
         """Whose metric definitions the measured numbers use (``source.harness``)."""
         return str(self.source.get("harness", "inference-perf"))
+
+    @property
+    def client_output_mean(self) -> float | None:
+        """The client-counted output mean of the ``blis`` harness's ITL (``source.client_output_mean``), or None."""
+        value = self.source.get("client_output_mean")
+        return None if value is None else float(value)
 
     @property
     def drain(self) -> bool:
@@ -266,6 +275,11 @@ def check_spec(raw, path="<memory>") -> ExperimentSpec:
     harness = raw["source"].get("harness", "inference-perf")
     if harness not in HARNESSES:
         _fail(path, "source.harness", f"must be one of {', '.join(HARNESSES)}, got {harness!r}")
+    if "client_output_mean" in raw["source"]:
+        if harness != "blis":
+            _fail(path, "source.client_output_mean", f"only the blis harness divides by a client-counted output "
+                  f"mean; this spec's harness is {harness!r}")
+        _number(path, "source.client_output_mean", raw["source"]["client_output_mean"], minimum=1.0)
     _check_cluster(path, raw["cluster"])
     _check_workload(path, raw["workload"])
     _check_load(path, raw["load"])
