@@ -11,6 +11,7 @@ Link and store defaults (the KV connector's are sourced in ``data/perf/kv_path.j
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from .abandonment import Patience
 from .connector import KVConnector
 from .queueing import QueueDiscipline
 from .router_info import RouterInfo
+from .serving_stack import ServingStack
 
 __all__ = ["SLO", "GlobalStore", "HardwareSpec", "ClusterConfig", "GB", "KV_ALLOCATIONS"]
 
@@ -178,19 +180,25 @@ class HardwareSpec:
 
     @classmethod
     def from_perfmodel(cls, model: str, gpu: str, tp: int, gpu_mem_util: float, max_batched_tokens: int, *,
-                       weight_dtype: str = "bf16", kv_dtype: str = "bf16", attention: str = "fa3") -> "HardwareSpec":
+                       weight_dtype: str = "bf16", kv_dtype: str = "bf16", attention: str = "fa3",
+                       iteration_overhead_s: float | None = None) -> "HardwareSpec":
         """The spec of ``model`` on ``tp`` x ``gpu`` from :class:`smetric.hardware.PerfModel`
         (``max_batched_tokens`` sizes its activation reserve; the precisions and the Hopper attention
         calibration are PerfModel's ``weight_dtype``, ``kv_dtype`` and ``attention``). The KV capacity is a real
-        engine's where ``data/perf/kv_capacity.json`` has this setting, else PerfModel's estimate."""
+        engine's where ``data/perf/kv_capacity.json`` has this setting, else PerfModel's estimate.
+        ``iteration_overhead_s`` replaces the efficiency table's per-iteration CPU time (None = keep it)."""
         from ..hardware import PerfModel  # the performance model lives in its own package
         from ..hardware.measured_kv import measured_kv_tokens
 
         pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
                        kv_dtype=kv_dtype, attention=attention)
         kv_tokens = measured_kv_tokens(model, gpu, tp, gpu_mem_util, kv_dtype) or pm.kv_capacity_tokens(gpu_mem_util)
-        return cls(tuple(np.asarray(pm.coefficients(), dtype=np.float64)), float(pm.kv_bytes_per_token),
-                   int(kv_tokens), float(pm.l_eq), float(pm.prefill_rate()))
+        coef = np.asarray(pm.coefficients(), dtype=np.float64)
+        rate = float(pm.prefill_rate())
+        if iteration_overhead_s is not None:
+            coef[kernel.C_OVERHEAD] += iteration_overhead_s - pm.efficiency.iteration_overhead_s
+            rate = 2048.0 / kernel.prefill_time_nb(coef, 2048.0, 0.0)
+        return cls(tuple(coef), float(pm.kv_bytes_per_token), int(kv_tokens), float(pm.l_eq), rate)
 
 
 @dataclass(frozen=True)
@@ -247,6 +255,13 @@ class ClusterConfig:
             the ``fcfs`` queue and no global store only.
         router: what the router knows, and when (:class:`~smetric.cluster.router_info.RouterInfo`:
             refresh intervals, KV-event delay, router replicas); the default is the exact view.
+        engine: the serving engine's own costs (:class:`~smetric.cluster.serving_stack.ServingStack` or a row name
+            of ``data/perf/serving_stack.json``: per-iteration CPU time and whether it overlaps the GPU, the
+            first-token lag of async scheduling, time outside the engine); ``legacy`` (the default) = none of it but
+            the efficiency table's per-iteration constant. Its iteration time applies to the performance model's
+            spec, not to an explicit ``hardware`` spec (whose coefficients are the whole iteration).
+        kv_capacity_tokens: HBM KV tokens per instance as a real engine reported them (vLLM's log); None = the
+            hardware spec's (measured table or the performance model's estimate).
         patience: sessions' patience (:class:`~smetric.cluster.abandonment.Patience` or its text form,
             e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see the
             engine docstring, "Abandonment"); None (the default) = nobody abandons.
@@ -282,6 +297,8 @@ class ClusterConfig:
     kv_allocation: str = "reserve"
     router: RouterInfo = RouterInfo()
     patience: Patience | None = None
+    engine: ServingStack = ServingStack()
+    kv_capacity_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -340,6 +357,12 @@ class ClusterConfig:
             object.__setattr__(self, "patience", Patience.parse(self.patience))
         _require(self.patience is None or isinstance(self.patience, Patience),
                  f"patience must be a Patience, its text form or None, got {self.patience!r}")
+        if isinstance(self.engine, str):
+            object.__setattr__(self, "engine", ServingStack.preset(self.engine))
+        _require(isinstance(self.engine, ServingStack),
+                 f"engine must be a ServingStack or an engine row name, got {self.engine!r}")
+        if self.kv_capacity_tokens is not None:
+            _positive_int("kv_capacity_tokens", self.kv_capacity_tokens)
         if self.hardware is not None:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "
@@ -366,11 +389,15 @@ class ClusterConfig:
 
     def hardware_spec(self) -> HardwareSpec:
         """The explicit ``hardware`` or the performance model's spec of this model/GPU/TP."""
-        if self.hardware is not None:
-            return self.hardware
-        return HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util, self.max_batched_tokens,
-                                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype,
-                                           attention=self.attention_calibration)
+        spec = self.hardware
+        if spec is None:
+            spec = HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util,
+                                               self.max_batched_tokens, weight_dtype=self.weight_dtype,
+                                               kv_dtype=self.kv_dtype, attention=self.attention_calibration,
+                                               iteration_overhead_s=self.engine.iteration_overhead_s)
+        if self.kv_capacity_tokens is not None:
+            spec = dataclasses.replace(spec, kv_capacity_tokens=self.kv_capacity_tokens)
+        return spec
 
     def engine_block_size(self, workload_block_size: int) -> int:
         """Smallest multiple of the workload's block size that is >= ``block_size``."""

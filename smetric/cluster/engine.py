@@ -260,8 +260,8 @@ __all__ = ["run_engine", "compile_engine", "ensure_compiled", "state_bytes"]
 
 INF = np.inf
 
-# request states
-NOT_ARRIVED, WAITING, LOADING, PREFILL, DECODE, LEFT = 0, 1, 2, 3, 4, 5
+# request states (ROUTED: routed, still in the API server, not yet in the instance's queue)
+NOT_ARRIVED, WAITING, LOADING, PREFILL, DECODE, LEFT, ROUTED = 0, 1, 2, 3, 4, 5, 6
 # instance roles
 COLOCATED, PREFILL_ROLE, DECODE_ROLE = 0, 1, 2
 # routing index modes (d.sparse; see "Indexed routing" below): off, SMETRIC with the attention / token cost model,
@@ -328,7 +328,7 @@ EngineData = namedtuple("EngineData", [
     "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
     "decode_true", "waiter_offsets", "waiters", "abandon", "patience", "sparse", "sp_size",
-    "sp_holders", "view_free"])
+    "sp_holders", "view_free", "lag", "api_s", "release_delay"])
 
 EngineState = namedtuple("EngineState", [
     "ri", "rf", "ii", "fi", "hkeys", "hvals", "hslot", "hfree", "hends", "dkeys", "dvals", "dslot",
@@ -336,7 +336,7 @@ EngineState = namedtuple("EngineState", [
     "batch_r", "batch_c", "scratch", "handoff", "mark", "ts", "pstate", "vbuf", "reqv", "qmark",
     "tr_rem", "tr_rate", "tr_bytes", "tr_node", "tr_prev", "tr_next", "node_cnt", "pre", "ipre", "aheap",
     "snap", "rinf", "seen", "est_sess", "est_ring", "est_g", "deps_left", "deps_t", "gone", "sp_tree", "sp_dirty",
-    "sp_list", "sp_meta", "sp_mark", "sp_buf", "sp_val", "sp_stack", "h_head", "h_count", "h_hl", "h_dl"])
+    "sp_list", "sp_meta", "sp_mark", "sp_buf", "sp_val", "sp_stack", "h_head", "h_count", "h_hl", "h_dl", "vis"])
 
 
 # ====================================================================== small helpers
@@ -924,7 +924,7 @@ def _release_children(d, st, r, t):
         return
     for k in range(d.waiter_offsets[r], d.waiter_offsets[r + 1]):
         c = d.waiters[k]
-        st.deps_t[c] = max(st.deps_t[c], t)
+        st.deps_t[c] = max(st.deps_t[c], t + d.release_delay[r])
         st.deps_left[c] -= 1
         if st.deps_left[c] == 0:
             _ah_push(st, max(d.arrival[c], st.deps_t[c] + d.gap[c]), c)
@@ -1109,15 +1109,18 @@ def _admit(d, st, i, r, t, budget):
 
 
 @njit(cache=True, _nrt=False)
-def _next_candidate(d, st, i, t, free, step, budget):
+def _next_candidate(d, st, i, t, free, step, budget, lag):
     """The queue discipline's next waiting request to try in admission step ``step`` (-1: none).
 
-    FCFS: the oldest routed, unless it did not fit and the KV state has not changed since. Ranked
-    disciplines: the best-ranked request not yet tried in this step and not known not to fit.
+    FCFS: the oldest routed, unless it did not fit and the KV state has not changed since, or (``lag``) it is
+    not yet visible to the scheduler. Ranked disciplines: the best-ranked visible request not yet tried in this
+    step and not known not to fit.
     """
     version = st.ii[i, II_KV_VERSION]
     if st.gf[GF_QUEUE + Q_KIND] == FCFS:
         r = st.ii[i, II_WHEAD]
+        if lag and st.vis[r] >= t:
+            return -1
         if st.ii[i, II_BLOCKED_BY] == r and st.ii[i, II_BLOCKED_AT] == version and (
                 not d.incremental or budget >= st.ipre[i, IP_BBUDGET]):  # incremental: a smaller chunk may fit
             return -1
@@ -1127,7 +1130,7 @@ def _next_candidate(d, st, i, t, free, step, budget):
     best_key = 0.0
     r = st.ii[i, II_WHEAD]
     while r >= 0:
-        if st.qmark[r, QM_TRIED] != step and st.qmark[r, QM_FAILED] != version:
+        if st.qmark[r, QM_TRIED] != step and st.qmark[r, QM_FAILED] != version and not (lag and st.vis[r] >= t):
             need = float(_n_blocks(st.ri[r, RI_CTOK] + d.n_out[r], d.block_size))
             level, key = rank_nb(st.gf[GF_QUEUE:], st.rf[r, RF_CCOST] + st.rf[r, RF_DECODE_EST], d.priority[r],
                                  d.turn[r], st.rf[r, RF_ARR], t, need, free)
@@ -1308,6 +1311,19 @@ def _add_chunk(st, i, r, budget):
 
 
 @njit(cache=True, _nrt=False)
+def _lagging(st, i, t):
+    """Whether a waiting request of instance ``i`` is not yet visible to its scheduler at ``t`` (first-token lag:
+    it reached the instance while the iteration ending at ``st.vis`` ran, and that iteration's successor was
+    already scheduled)."""
+    r = st.ii[i, II_WHEAD]
+    while r >= 0:
+        if st.vis[r] >= t:
+            return True
+        r = st.ri[r, RI_NXT]
+    return False
+
+
+@njit(cache=True, _nrt=False)
 def _form_batch(d, st, i, t):
     """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
     _activate(d, st, i, t)
@@ -1346,10 +1362,17 @@ def _form_batch(d, st, i, t):
         free = float(max(d.hbm_blocks - st.ii[i, II_PINNED] - st.ii[i, II_PRIV], 1))
         st.gi[G_QSTEP] += 1
         step = st.gi[G_QSTEP]
+    lag = d.lag and _lagging(st, i, t)
     while budget > 0 and st.ii[i, II_NWAIT] > 0 and st.ii[i, II_NRUN] < d.max_num_seqs and not preempted:
-        r = _next_candidate(d, st, i, t, free, step, budget)
+        r = _next_candidate(d, st, i, t, free, step, budget, lag)
         if r < 0:
-            break  # FCFS: the head did not fit and the KV state has not changed; ranked: none left
+            if lag and st.ii[i, II_NBATCH] == 0 and st.ii[i, II_NDEC] == 0:
+                lag = False  # nothing else to run: no batch is scheduled ahead, the request runs now
+                if not fcfs:
+                    st.gi[G_QSTEP] += 1
+                    step = st.gi[G_QSTEP]
+                continue
+            break  # FCFS: the head did not fit (or is not visible yet); ranked: none left
         ok, ready = _admit(d, st, i, r, t, budget)
         if not ok:
             if fcfs:
@@ -1412,6 +1435,8 @@ def _form_batch(d, st, i, t):
             base += saved * d.kv_bytes_per_token / d.pcie_bw
         st.fi[i, FI_BASE] = base
         k_run = st.dheap[i, 0] // d.n - st.ii[i, II_ITER]
+        if lag:  # a request becomes visible at this iteration's end: form again there
+            k_run = 1
         if d.incremental:  # stop before an iteration that needs a block (or after one that preempted)
             if st.ipre[i, IP_AHEAPN] > 0:
                 k_run = min(k_run, st.aheap[i, 0] // d.n - st.ii[i, II_ITER])
@@ -2033,28 +2058,49 @@ def _arrive(d, st, r, t):
         i = route(d.pid, st.vbuf, q, blocks, d.params, st.pstate[k], d.rand[r])
     if i < 0 or i >= d.n_routable:
         raise ValueError("the routing policy returned an instance index out of range")
-    _sample_until(d, st, i, t)
     st.ri[r, RI_INST] = i
     if not d.disaggregated:
         st.ri[r, RI_DINST] = i
-    st.ri[r, RI_STATE] = WAITING
-    _list_append(st, i, II_WHEAD, II_WTAIL, r)
-    st.ii[i, II_NWAIT] += 1
     st.ii[i, II_INFLIGHT] += 1
     st.rinf[k, i] += 1
-    _sp_touch(d, st, i)
-    st.ii[i, II_CTX] += L
     st.ii[i, II_ROUTED] += 1
-    st.ii[i, II_NQUEUED] += 1
+    _sp_touch(d, st, i)
+    if d.api_s > 0.0:  # the API server holds it: the engine's queue sees it later (_enter)
+        st.ri[r, RI_STATE] = ROUTED
+        _ah_push(st, t + d.api_s, r)
+        return
     if d.kv_delay > 0.0 or indexed or d.view_free:  # the engine's queue accounting uses the real hit
         _, _, _, _, _, hit = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
     else:
         hit = int(st.vbuf[i, pb.V_HIT_HBM] + st.vbuf[i, pb.V_HIT_DRAM] + st.vbuf[i, pb.V_HIT_GLOBAL])
-    _set_queued(d, st, i, r, L - hit)
+    _enqueue(d, st, i, r, t, hit)
+
+
+@njit(cache=True, _nrt=False)
+def _enter(d, st, r, t):
+    """Routed request ``r`` leaves the API server and reaches its instance's queue at ``t`` (real hit then)."""
+    i = st.ri[r, RI_INST]
+    blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
+    _, _, _, _, _, hit = _hit_tokens(d, st, i, r, blocks, _global_prefix(d, st, blocks))
+    _enqueue(d, st, i, r, t, hit)
+
+
+@njit(cache=True, _nrt=False)
+def _enqueue(d, st, i, r, t, hit):
+    """Request ``r`` joins instance ``i``'s waiting queue at ``t`` with ``hit`` prompt tokens already cached."""
+    _sample_until(d, st, i, t)
+    st.ri[r, RI_STATE] = WAITING
+    _list_append(st, i, II_WHEAD, II_WTAIL, r)
+    st.ii[i, II_NWAIT] += 1
+    st.ii[i, II_CTX] += d.input_len[r]
+    st.ii[i, II_NQUEUED] += 1
+    _set_queued(d, st, i, r, d.input_len[r] - hit)
     if st.ii[i, II_BUSY] == 0:
         _form_batch(d, st, i, t)
     else:
         _cut(st, i, t, False)
+        if d.lag:  # the next iteration is already scheduled: visible after the one running now
+            st.vis[r] = st.fi[i, FI_END] if st.fi[i, FI_END] < INF else t
 
 
 # ====================================================================== main loop
@@ -2091,6 +2137,9 @@ def _run(d, st, max_arrivals):
             if d.router_clock:
                 _refresh(d, st, ta)
             r = _ah_pop(st)
+            if st.ri[r, RI_STATE] == ROUTED:
+                _enter(d, st, r, ta)
+                continue
             _arrive(d, st, r, ta)
             handled += 1
             st.gi[G_ARRIVED] += 1
@@ -2137,7 +2186,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         waiter_offsets=inp.waiter_offsets, waiters=inp.waiters,
         abandon=inp.patience is not None, patience=inp.patience if inp.patience is not None else np.zeros(1),
         sparse=_sparse_mode(inp), sp_size=tree_size(inp.n_routable), sp_holders=SPARSE_HOLDERS,
-        view_free=inp.pid in load_only.VIEW_FREE_PIDS)
+        view_free=inp.pid in load_only.VIEW_FREE_PIDS, lag=bool(inp.first_token_lag), api_s=float(inp.api_s),
+        release_delay=inp.release_delay if inp.release_delay is not None else np.zeros(inp.n))
 
 
 def _sparse_mode(inp: EngineInput) -> int:
@@ -2246,7 +2296,8 @@ def _index_state(inp: EngineInput, d: EngineData) -> dict:
         sp_stack=np.zeros((3, 2 * d.sp_size.bit_length() + 4), dtype=np.int64),
         h_head=np.full((2, u), -1, dtype=np.int64), h_count=np.zeros(u, dtype=np.int64),
         h_hl=np.full((2, m * d.hbm_blocks if on else 1), -1, dtype=np.int32),
-        h_dl=np.full((2, m * d.dram_slots if on and d.dram_slots else 1), -1, dtype=np.int32))
+        h_dl=np.full((2, m * d.dram_slots if on and d.dram_slots else 1), -1, dtype=np.int32),
+        vis=np.full(inp.n if d.lag else 1, -np.inf))
 
 
 def _raw(inp: EngineInput, st: EngineState) -> RawRun:

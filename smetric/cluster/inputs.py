@@ -113,6 +113,12 @@ class EngineInput:
     n_deps: np.ndarray | None = None          # int64 [n]
     # abandonment (smetric.cluster.abandonment): patience of each dense session (s); None = nobody abandons
     patience: np.ndarray | None = None
+    # serving stack (smetric.cluster.serving_stack): the first-token lag of async scheduling, the API server's time
+    # between routing and the engine's queue, and per row the time from its end to a waiting row's release
+    # (the reply's way back to the client, its streaming, the next request's way to the router); None = zeros
+    first_token_lag: bool = False
+    api_s: float = 0.0
+    release_delay: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -273,8 +279,11 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
     span = float(wl.arrival[-1] - wl.arrival[0])
     sample_dt = max(1e-3, 1.25 * span / n_samples)
 
+    stack = cluster.engine
+    release = stack.after_last_token_s + stack.stream_per_token_s * n_out + stack.client_to_router_s
     return EngineInput(
-        arrival=np.array(wl.arrival), input_len=np.array(wl.input_len),
+        arrival=np.array(wl.arrival) + stack.client_to_router_s if stack.client_to_router_s else np.array(wl.arrival),
+        input_len=np.array(wl.input_len),
         n_out=n_out, gap=np.array(wl.gap),
         parent=np.array(wl.parent), turn=np.array(wl.turn), session=session.astype(np.int64),
         history=wl.history_tokens(), priority=np.array(wl.priority),
@@ -304,6 +313,8 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         replica=replica_of(cluster.router, session, seed),
         waiter_offsets=waiter_off, waiters=waiters, n_deps=n_deps,
         patience=None if cluster.patience is None else draw_patience(cluster.patience, int(session.max()) + 1, seed),
+        first_token_lag=stack.first_token_lag_iterations > 0, api_s=float(stack.api_server_s),
+        release_delay=release.astype(np.float64) if np.any(release > 0) else None,
     )
 
 

@@ -31,7 +31,7 @@ from .sampling import halve_samples
 
 __all__ = ["run_reference"]
 
-WAITING, LOADING, PREFILL, DECODE, LEFT = range(5)
+WAITING, LOADING, PREFILL, DECODE, LEFT, ROUTED = range(6)
 INF = math.inf
 
 
@@ -60,6 +60,7 @@ class _Req:
         self.contrib = (0, 0.0, 0.0)  # its share of the queued-prefill aggregates
         self.kept = 0           # tokens generated before its last preemption (recomputed with the prompt)
         self.preemptions = 0
+        self.visible = -INF     # first-token lag: its scheduler sees it at formations after this time
 
 
 class _Inst:
@@ -396,35 +397,50 @@ class _Reference:
         conn = inp.conn and inst.role != "decode"
         sched = 0.0
         inst.lready = t
-        for r in ([] if preempted else self._candidates(inst, t)):  # vLLM admits nobody in a step that preempted
-            if budget <= 0 or len(inst.running) >= inp.max_num_seqs:
+        order = [] if preempted else self._candidates(inst, t)  # vLLM admits nobody in a step that preempted
+        honor = inp.first_token_lag and any(self.req[r].visible >= t for r in inst.waiting)
+        while True:
+            exhausted = True  # the pass ran out of visible candidates (not of budget, slots or KV)
+            for r in order:
+                if r not in inst.waiting:
+                    continue  # admitted by the first pass
+                if budget <= 0 or len(inst.running) >= inp.max_num_seqs:
+                    exhausted = False
+                    break
+                q = self.req[r]
+                if honor and q.visible >= t:  # first-token lag: not visible to this formation
+                    if self.fcfs:
+                        break
+                    continue
+                ready = self._admit(inst, q, t, budget)
+                if ready is None:
+                    if self.fcfs:
+                        exhausted = False
+                        break  # head-of-line blocking
+                    continue
+                inst.waiting.remove(r)
+                inst.running.append(r)
+                if conn:
+                    sched += inp.lookup_s
+                    inst.lready = max(inst.lready, ready)
+                elif ready > t and inp.overlap:
+                    q.state = LOADING
+                    q.ready = ready
+                    continue
+                if ready > t and not conn:
+                    wait = max(wait, ready - t)
+                if q.remaining > 0:
+                    q.state = PREFILL
+                    c = min(q.remaining, budget)
+                    batch.append((r, c))
+                    budget -= c
+                else:
+                    q.state = DECODE
+                    decoding.append(r)
+                    budget -= 1
+            if not (honor and exhausted and not batch and not decoding):
                 break
-            q = self.req[r]
-            ready = self._admit(inst, q, t, budget)
-            if ready is None:
-                if self.fcfs:
-                    break  # head-of-line blocking
-                continue
-            inst.waiting.remove(r)
-            inst.running.append(r)
-            if conn:
-                sched += inp.lookup_s
-                inst.lready = max(inst.lready, ready)
-            elif ready > t and inp.overlap:
-                q.state = LOADING
-                q.ready = ready
-                continue
-            if ready > t and not conn:
-                wait = max(wait, ready - t)
-            if q.remaining > 0:
-                q.state = PREFILL
-                c = min(q.remaining, budget)
-                batch.append((r, c))
-                budget -= c
-            else:
-                q.state = DECODE
-                decoding.append(r)
-                budget -= 1
+            honor = False  # nothing else runs: no batch was scheduled ahead, the hidden requests run now
         if not batch and not decoding:
             inst.busy = False
             inst.wake = min((self.req[r].ready for r in inst.running if self.req[r].state == LOADING), default=INF)
@@ -617,7 +633,8 @@ class _Reference:
             return
         for c in inp.waiters[inp.waiter_offsets[row]:inp.waiter_offsets[row + 1]]:
             c = int(c)
-            self.last_end[c] = max(self.last_end[c], t)
+            delay = 0.0 if inp.release_delay is None else float(inp.release_delay[row])
+            self.last_end[c] = max(self.last_end[c], t + delay)
             self.waiting_on[c] -= 1
             if self.waiting_on[c] == 0:
                 heapq.heappush(self.heap, (max(float(inp.arrival[c]), self.last_end[c] + float(inp.gap[c])), c))
@@ -730,20 +747,31 @@ class _Reference:
         if not 0 <= i < inp.n_routable:
             raise RuntimeError(f"policy returned instance {i} for request {r}; valid: 0..{inp.n_routable - 1}")
         inst = self.inst[i]
-        self._sample_until(inst, t)
         self.out["instance"][r] = i
         if not inp.disaggregated:
             self.out["decode_instance"][r] = i
-        inst.waiting.append(r)
         inst.inflight += 1
         self.local_inflight[k, i] += 1
-        inst.ctx += q.L
         inst.stats["routed"] += 1
+        if inp.api_s > 0:  # the API server holds it; the instance's queue sees it api_s later
+            q.state = ROUTED
+            heapq.heappush(self.heap, (t + inp.api_s, r))
+            return
+        self._enter(inst, q, t)
+
+    def _enter(self, inst: _Inst, q: _Req, t: float) -> None:
+        """``q`` joins ``inst``'s waiting queue at ``t``."""
+        self._sample_until(inst, t)
+        q.state = WAITING
+        inst.waiting.append(q.row)
+        inst.ctx += q.L
         inst.n_queued += 1
         hit = self._hits(inst, q)[5]  # the engine's queue accounting uses the real hit
         self._set_queued(inst, q, q.L - hit)
         if not inst.busy:
             self._form_batch(inst, t)
+        elif self.inp.first_token_lag:  # the next iteration is already scheduled: it sees q after this one
+            q.visible = inst.end if inst.end < INF else t
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RawRun:
@@ -774,7 +802,10 @@ class _Reference:
                 assert t >= self.now, "clock went backwards"
                 self.now = t
                 self._refresh(t)
-                self._arrival(r, t)
+                if self.req[r].state == ROUTED:
+                    self._enter(self.inst[int(self.out["instance"][r])], self.req[r], t)
+                else:
+                    self._arrival(r, t)
         for inst in self.inst:
             self._sample_until(inst, self.now)
         out = self.out

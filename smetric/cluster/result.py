@@ -479,11 +479,22 @@ class SimResult:
 
 def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, policy: str, params: dict | None,
                  load: float, seed: int, engine: str, wall_time: float) -> SimResult:
-    """Assemble the tables of a :class:`SimResult` from an engine's raw arrays."""
+    """Assemble the tables of a :class:`SimResult` from an engine's raw arrays.
+
+    Request times are the client's: the engine's arrival at the router less the client's and gateway's time
+    before it, tokens ``after_last_token_s`` later than the engine produced them, the last one also
+    ``stream_per_token_s`` per output token later (:class:`~smetric.cluster.serving_stack.ServingStack`).
+    """
     n_out = inp.n_out
-    ttft = raw.first_token - raw.arrival
-    tpot = np.where(n_out > 1, (raw.finish - raw.first_token) / np.maximum(n_out - 1, 1), 0.0)
-    tpot = np.where(np.isnan(raw.finish), np.nan, tpot)
+    stack = cluster.engine
+    sent, scheduled = raw.arrival - stack.client_to_router_s, inp.arrival - stack.client_to_router_s
+    first_token = raw.first_token + stack.after_last_token_s
+    finish = raw.finish + (stack.after_last_token_s + stack.stream_per_token_s * n_out)
+    if stack.client_to_router_s == 0 and stack.after_last_token_s == 0 and stack.stream_per_token_s == 0:
+        sent, scheduled, first_token, finish = raw.arrival, inp.arrival, raw.first_token, raw.finish
+    ttft = first_token - sent
+    tpot = np.where(n_out > 1, (finish - first_token) / np.maximum(n_out - 1, 1), 0.0)
+    tpot = np.where(np.isnan(finish), np.nan, tpot)
     ttft_limit = cluster.slo.ttft_limit(inp.input_len)
     done = raw.reason == REASON_COMPLETED
     ttft_ok = ~np.isnan(ttft) & (ttft <= ttft_limit)
@@ -491,8 +502,8 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     requests = {
         "request": np.arange(inp.n), "session": inp.session, "turn": inp.turn, "parent": inp.parent,
         "instance": raw.instance, "decode_instance": raw.decode_instance,
-        "scheduled": inp.arrival, "arrival": raw.arrival, "admit": raw.admit, "first_token": raw.first_token,
-        "finish": raw.finish,
+        "scheduled": scheduled, "arrival": sent, "admit": raw.admit, "first_token": first_token,
+        "finish": finish,
         "ttft": ttft, "tpot": tpot, "input_len": inp.input_len, "output_len": n_out,
         "hit_hbm": raw.hit_hbm, "hit_dram": raw.hit_dram, "hit_global": raw.hit_global, "hit_tokens": hits,
         "prefill_tokens": raw.prefill_tokens, "preemptions": raw.preemptions, "ttft_slo": ttft_limit,
@@ -507,7 +518,7 @@ def build_result(raw: RawRun, inp: EngineInput, cluster: ClusterConfig, *, polic
     roles = np.asarray(["prefill"] * inp.n_routable + ["decode"] * (inp.n_instances - inp.n_routable)
                        if inp.disaggregated else ["colocated"] * inp.n_instances, dtype=object)
     work = raw.inst_prefill_tokens + (0 if inp.disaggregated else raw.inst_decode_tokens)
-    window = float(np.nanmax(raw.finish) - raw.arrival.min()) if done.any() else float("nan")
+    window = float(np.nanmax(finish) - sent.min()) if done.any() else float("nan")
     instances = {
         "instance": np.arange(inp.n_instances), "role": roles, "routed": raw.inst_routed,
         "prefill_tokens": raw.inst_prefill_tokens, "decode_tokens": raw.inst_decode_tokens, "work": work,
