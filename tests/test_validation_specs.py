@@ -159,6 +159,44 @@ def test_targets_ranking_and_ratios():
     assert t.loc["ranking", "verdict"] == "missed" and t.loc["router_ratios", "verdict"] == "missed"
 
 
+def _throughputs(rows, experiment="e"):
+    """An error frame of output tok/s rows ``(router, measured, predicted)``."""
+    return pd.DataFrame([{"experiment": experiment, "router": r, "baseline": rows[-1][0], "harness": "x",
+                          "metric": "output_tps", "measured": m, "predicted": p, "rel_error": p / m - 1,
+                          "blis_error": np.nan} for r, m, p in rows])
+
+
+def test_a_pair_measured_within_the_noise_is_a_tie():
+    assert scoring.RANK_TIE == 0.05
+    # b and c predicted in the wrong order; measured 4 % apart that is a tie (right), 6 % apart it is wrong
+    inside = _throughputs([("a", 200.0, 190.0), ("b", 104.0, 90.0), ("c", 100.0, 95.0)], "in")
+    outside = _throughputs([("a", 200.0, 190.0), ("b", 106.0, 90.0), ("c", 100.0, 95.0)], "out")
+    rank = scoring.ranking_table(pd.concat([inside, outside])).set_index("experiment")
+    assert rank.loc["in", "ties"] == "b ~ c" and rank.loc["out", "ties"] == ""
+    assert math.isclose(rank.loc["in", "kendall_tau"], 1 / 3) and math.isclose(rank.loc["out", "kendall_tau"], 1 / 3)
+    assert (rank.loc["in", "pairs_right"], rank.loc["in", "pairs"]) == (3, 3)
+    assert (rank.loc["out", "pairs_right"], rank.loc["out", "pairs"]) == (2, 3)
+    t = scoring.targets(pd.concat([inside, outside])).set_index("target").loc["ranking"]
+    assert t["verdict"] == "missed" and t["value"] == 0.5 and t["detail"].endswith("wrong: out")
+    assert "< 5 % apart is a tie" in t["rule"]
+    assert scoring.targets(inside).set_index("target").loc["ranking", "verdict"] == "met"
+    readme = scoring.readme_tables(pd.concat([inside, outside])).splitlines()
+    assert "a tie (< 5 % apart) right" in readme[0]
+    assert readme[2].startswith("| in |") and readme[2].endswith("| 3 of 3 (+0.33) |")
+    assert readme[3].startswith("| out |") and readme[3].endswith("| 2 of 3 (+0.33) |")
+
+
+def test_targets_without_data_are_not_applicable():
+    single = _throughputs([("only", 100.0, 90.0)])  # one router: no ranking, no ratio, no TTFT, no BLIS
+    t = scoring.targets(single).set_index("target")
+    assert t.loc["throughput", "verdict"] == "met" and t.loc["throughput", "detail"] == "1 numbers"
+    empty = ["ranking", "router_ratios", "e2e", "itl", "ttft_p90", "blis_e2e_mean_s", "blis_ttft_mean_s",
+             "blis_itl_mean_s"]
+    assert (t.loc[empty, "verdict"] == "n/a").all() and t.loc[empty, "value"].isna().all()
+    assert not t["detail"].str.contains(" of 0").any()
+    assert "**n/a**" in scoring.readme_tables(single)
+
+
 def test_readme_validation_block_is_generated_from_the_committed_csv():
     from smetric.context import run_context
     from smetric.experiments.readme_blocks import read_block

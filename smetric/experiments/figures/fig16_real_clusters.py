@@ -69,5 +69,6 @@ def findings(df: pd.DataFrame) -> str:
                   .agg(["median", "count"]).reset_index())
     return "\n".join([
         "Median |relative error| per metric:", per_metric.to_string(index=False, **_FMT), "",
-        "Rankings by throughput:", scoring.ranking_table(df).to_string(index=False, **_FMT), "",
+        f"Rankings by throughput (router pairs measured < {100 * scoring.RANK_TIE:g} % apart are ties: either "
+        "predicted order counts as right):", scoring.ranking_table(df).to_string(index=False, **_FMT), "",
         "Targets:", scoring.targets(df).to_string(index=False, **_FMT)])

@@ -1,6 +1,7 @@
 """A published real-cluster experiment as data: the YAML schema of ``data/validation/*.yaml``, loaded and checked.
 
-One file per experiment, with exactly these top-level keys (other keys may be added *inside* them)::
+One file per experiment, with exactly these top-level keys, and inside ``cluster``, ``workload``, ``load`` and each
+router exactly the keys described here (a free-text ``note`` is allowed in each; ``source`` may hold more)::
 
     name:     unique id
     source:   {repo, path, commit, url, note}               where the measured numbers are published
@@ -61,6 +62,7 @@ HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving")
 ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
 ARRIVALS = ("poisson", "constant", "concurrency")
 SUMMARIES = ("pooled", "stage-mean")
+LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary")
 
 
 class SpecError(ValueError):
@@ -95,6 +97,14 @@ def _require(path, section: Mapping, prefix: str, keys) -> None:
     missing = [k for k in keys if k not in section]
     if missing:
         _fail(path, f"{prefix}.{missing[0]}", "is missing")
+
+
+def _known(path, section: Mapping, prefix: str, keys) -> None:
+    """Fail on the first key of ``section`` that is neither in ``keys`` nor ``note`` (a misspelt optional key
+    would otherwise be ignored silently)."""
+    unknown = [k for k in section if k not in keys and k != "note"]
+    if unknown:
+        _fail(path, f"{prefix}.{unknown[0]}", f"unknown key; known: {', '.join(keys)}, note")
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,7 @@ def _check_cluster(path, cluster: Mapping) -> None:
     from ...hardware.perfmodel import DTYPES
 
     _require(path, cluster, "cluster", CLUSTER_KEYS)
+    _known(path, cluster, "cluster", CLUSTER_KEYS)
     for key, getter in (("model", get_model), ("gpu", get_gpu)):
         try:
             getter(cluster[key])
@@ -170,7 +181,7 @@ def _check_cluster(path, cluster: Mapping) -> None:
     if util > 1:
         _fail(path, "cluster.gpu_memory_utilization", f"must be in (0, 1], got {util!r}")
     for key in ("weight_dtype", "kv_dtype"):
-        if cluster[key] not in DTYPES:
+        if not isinstance(cluster[key], str) or cluster[key] not in DTYPES:
             _fail(path, f"cluster.{key}", f"must be one of {sorted(DTYPES)}, got {cluster[key]!r}")
     family = str(cluster["engine"]).split("-")[0].lower()
     if family not in ENGINE_BEHAVIOURS:
@@ -181,6 +192,7 @@ def _check_workload(path, workload: Mapping) -> None:
     from ...workload.harness import KINDS
 
     _require(path, workload, "workload", ("kind", "params", "seed"))
+    _known(path, workload, "workload", ("kind", "params", "seed"))
     if workload["kind"] not in KINDS:
         _fail(path, "workload.kind", f"unknown generator {workload['kind']!r}; known: {', '.join(KINDS)}")
     _mapping(path, "workload.params", workload["params"])
@@ -189,6 +201,9 @@ def _check_workload(path, workload: Mapping) -> None:
 
 def _check_load(path, load: Mapping) -> None:
     _require(path, load, "load", ("arrival", "stages", "measured_stages"))
+    _known(path, load, "load", LOAD_KEYS)
+    if not isinstance(load.get("drain", True), bool):
+        _fail(path, "load.drain", f"must be true or false, got {load['drain']!r}")
     if load["arrival"] not in ARRIVALS:
         _fail(path, "load.arrival", f"must be one of {ARRIVALS}, got {load['arrival']!r}")
     stages = load["stages"]
@@ -223,6 +238,37 @@ def _check_load(path, load: Mapping) -> None:
         _number(path, "load.interval_s", load["interval_s"], strict=False)
 
 
+def _check_generator_input(path, workload: Mapping, load: Mapping) -> None:
+    """The generator's own checks of ``workload.params`` and of the load stages (:mod:`smetric.workload.harness`,
+    its parameter registry and checks), run here so that input it would reject fails at load time, before any
+    simulation. Generators with a module of their own (recorded runs, sessions) are checked there."""
+    from ...workload import harness
+
+    kind, params = workload["kind"], workload["params"]
+    accepted = harness._PARAMS.get(kind)  # parameter -> default (None: required)
+    if accepted is None:
+        return
+    for key, value in params.items():
+        if key not in accepted:
+            _fail(path, f"workload.params.{key}",
+                  f"unknown parameter of generator {kind}; known: {', '.join(accepted)}")
+        if isinstance(value, bool) and not isinstance(accepted[key], bool):  # YAML true would pass as 1
+            _fail(path, f"workload.params.{key}", f"must be a number, got {value!r}")
+    for key, default in accepted.items():
+        if default is None and key not in params:
+            _fail(path, f"workload.params.{key}", f"is missing (generator {kind} has no default for it)")
+    try:
+        checked = harness._params(kind, params)
+    except ValueError as exc:  # a wrong type or range: the harness's message names the parameter
+        bad = next((k for k in params if str(exc).startswith(f"{kind} params: {k} ")), None)
+        _fail(path, "workload.params" + (f".{bad}" if bad else ""), str(exc))
+    try:
+        harness._stages(kind, {"arrival": load["arrival"], "stages": load["stages"]},
+                        bool(checked.get("enable_multi_turn_chat", False)))
+    except ValueError as exc:
+        _fail(path, "load", str(exc))
+
+
 def _check_routers(path, routers: Mapping) -> None:
     from ...policies import registry
 
@@ -232,6 +278,10 @@ def _check_routers(path, routers: Mapping) -> None:
         key = f"routers.{label}"
         _mapping(path, key, router)
         _require(path, router, key, ("policy",))
+        _known(path, router, key, ("policy", "params", "router_info"))
+        if not isinstance(router["policy"], str):
+            _fail(path, f"{key}.policy", f"must be a policy name, got {router['policy']!r}")
+        _mapping(path, f"{key}.params", router.get("params") or {})
         try:
             registry.get(router["policy"]).resolve(dict(router.get("params") or {}))
         except (ValueError, TypeError) as exc:
@@ -239,8 +289,9 @@ def _check_routers(path, routers: Mapping) -> None:
         if "router_info" in router:
             from ...cluster.router_info import RouterInfo
 
+            info = _mapping(path, f"{key}.router_info", router["router_info"])
             try:
-                RouterInfo(**_mapping(path, f"{key}.router_info", router["router_info"]))
+                RouterInfo(**info)
             except (TypeError, ValueError) as exc:
                 _fail(path, f"{key}.router_info", str(exc))
 
@@ -283,6 +334,7 @@ def check_spec(raw, path="<memory>") -> ExperimentSpec:
     _check_cluster(path, raw["cluster"])
     _check_workload(path, raw["workload"])
     _check_load(path, raw["load"])
+    _check_generator_input(path, raw["workload"], raw["load"])
     _check_routers(path, raw["routers"])
     _check_measured(path, raw["measured"], raw["routers"])
     if "baseline" in raw["source"] and raw["source"]["baseline"] not in raw["routers"]:
