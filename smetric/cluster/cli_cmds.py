@@ -10,6 +10,7 @@ import sys
 from .config import KV_ALLOCATIONS, REPLAYS
 from .queueing import DISCIPLINES
 from .router_info import ASSIGNMENTS
+from .serving_stack import ENGINE_ROWS
 
 _INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_rejected", "n_sessions", "n_sessions_completed")
 
@@ -89,6 +90,10 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                         help="storage precision of the KV cache (default bf16)")
     parser.add_argument("--attention-calibration", choices=ATTENTION_CALIBRATIONS, default="fa3",
                         help="Hopper prefill-attention calibration (default fa3)")
+    parser.add_argument("--engine", metavar="ROW[:FIELD=VALUE,...]",
+                        help="serving-engine row of data/perf/serving_stack.json (per-iteration CPU time, first-token "
+                             "lag, time outside the engine): one of " + ", ".join(ENGINE_ROWS) + ", or FAMILY-VERSION "
+                             "(e.g. vllm-0.15.1); fields may be replaced (default: legacy, or the testbed's)")
     parser.add_argument("--max-num-seqs", type=int, default=256,
                         help="most sequences an instance runs at once (default 256, vLLM's)")
     parser.add_argument("--max-batched-tokens", type=int, default=4096,
@@ -207,6 +212,7 @@ def cluster_from_args(args: argparse.Namespace):
     from .config import ClusterConfig, GlobalStore
     from .connector import KVConnector
     from .queueing import QueueDiscipline
+    from .serving_stack import parse as parse_engine
 
     base = _base_fields(args)
     block = {} if args.block_size is None else {"block_size": args.block_size}
@@ -223,7 +229,7 @@ def cluster_from_args(args: argparse.Namespace):
         cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
         hit_granularity=base["hit_granularity"], weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
         attention_calibration=args.attention_calibration, kv_allocation=args.kv_allocation,
-        router=_router_info(args), patience=args.patience,
+        router=_router_info(args), patience=args.patience, engine=parse_engine(base["engine"]),
         kv_connector=KVConnector.parse(base["kv_connector"],
                                        _parse_params(args.kv_connector_param, "--kv-connector-param")))
 
@@ -240,12 +246,13 @@ def _base_fields(args: argparse.Namespace) -> dict:
         tb = paper_cluster(args.testbed_defaults)  # its store is provisioned: re-provisioned below for a --tp given
         base = {"model": tb.model, "gpu": tb.gpu, "tp": tb.tp, "n_instances": tb.n_instances,
                 "global_store": "provisioned", "replay": tb.replay, "kv_connector": tb.kv_connector.name,
-                "hit_granularity": tb.hit_granularity}
+                "hit_granularity": tb.hit_granularity, "engine": tb.engine.name}
     else:
         base = {"model": None, "gpu": None, "tp": 1, "n_instances": None, "global_store": "none", "replay": "open",
-                "kv_connector": "ideal", "hit_granularity": None}
+                "kv_connector": "ideal", "hit_granularity": None, "engine": "legacy"}
     given = {"model": args.model, "gpu": args.gpu, "tp": args.tp, "global_store": args.global_store,
-             "replay": args.replay, "kv_connector": args.kv_connector, "hit_granularity": args.hit_granularity}
+             "replay": args.replay, "kv_connector": args.kv_connector, "hit_granularity": args.hit_granularity,
+             "engine": args.engine}
     base.update({k: v for k, v in given.items() if v is not None})
     for flag in ("model", "gpu"):
         if base[flag] is None:

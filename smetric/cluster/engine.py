@@ -28,6 +28,21 @@ instance. The request joins that instance's waiting queue (routing order); an id
 batch at once, a busy one considers it at its next iteration end. What the view holds, and as of
 when, is the router information model below (exact with ``RouterInfo()``).
 
+Serving stack (``ClusterConfig.engine``, :mod:`smetric.cluster.serving_stack`; all off in the ``legacy`` row).
+The per-iteration CPU time is part of the iteration time (the performance model's constant term). The workload's
+arrival is the client's send; the router sees a request ``client_to_router_s`` later (``arrival`` above is that
+time). With ``api_server_s = A > 0`` a routed request is counted at once in the router-side numbers (dispatch:
+``V_IN_FLIGHT``, the instance's in-flight and routed counts) but joins the instance's waiting queue -- and its
+queued-prefill, context and waiting counts, with the real hit at that moment -- only at ``t + A``, an event in the
+arrival heap keyed (time, row) like arrivals. With the first-token lag, a request that joins a busy instance's queue
+is not visible to the scheduler until the end of the iteration running then (``vis``; with a connector's pending
+iteration whose end is unknown, its join time): batch formations at times ``<= vis`` pass it over (FCFS: it blocks
+the queue behind it), except that a formation which would otherwise run nothing (no chunk, no decode) admits it --
+no batch was scheduled ahead; an idle instance admits it at once. In closed replay, a row that ends at ``t``
+releases its waiters as if it ended at ``t + after_last_token_s + stream_per_token_s * n_out + client_to_router_s``
+(the reply reaches the client, which sends the next turn after its gap, and the router sees it). Reported request
+times are the client's (:func:`smetric.cluster.result.build_result`).
+
 Router information (:class:`smetric.cluster.router_info.RouterInfo`). Request ``r`` is routed by replica
 ``k(r)`` of ``K`` router replicas (``uniform``: drawn per request from a dedicated seeded stream;
 ``session``: splitmix64 of the dense session index mod ``K``); each replica has its own policy state
