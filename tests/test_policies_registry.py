@@ -15,7 +15,7 @@ from smetric.ranges import AT_LEAST_0
 
 NAMES = ["smetric", "lmetric", "bailian", "dynamo", "sglang", "llm-d", "vllm-prefix", "vllm-session", "aibrix",
          "preble", "mooncake", "round-robin", "least-load", "power-of-two", "session-sticky", "cache-affinity",
-         "random", "chwbl"]
+         "random", "chwbl", "llm-router-prefix"]
 CTX = PolicyContext(n_instances=5, n_sessions=6, block_size=16, max_num_seqs=64, kv_capacity_blocks=300,
                     l_eq=7000.0, prefill_rate=12000.0, ttft_base=1.5, ttft_per_1k=0.05)
 

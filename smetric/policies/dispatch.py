@@ -13,6 +13,7 @@ from . import (
     bailian,
     chwbl,
     dynamo,
+    llm_router_prefix,
     llmd,
     lmetric,
     load_only,
@@ -63,6 +64,8 @@ def route(pid, view, req, blocks, params, state, rand):
         return load_only.random_choice(view, req, blocks, params, state, rand)
     if pid == chwbl.PID:
         return chwbl.choose(view, req, blocks, params, state, rand)
+    if pid == llm_router_prefix.PID:
+        return llm_router_prefix.choose(view, req, blocks, params, state, rand)
     raise ValueError("unknown policy id")
 
 

@@ -16,6 +16,7 @@ from . import (
     bailian,
     chwbl,
     dynamo,
+    llm_router_prefix,
     llmd,
     lmetric,
     load_only,
@@ -83,3 +84,4 @@ register(affinity.SESSION_STICKY)
 register(affinity.CACHE_AFFINITY)
 register(load_only.RANDOM)
 register(chwbl.SPEC)
+register(llm_router_prefix.SPEC)
