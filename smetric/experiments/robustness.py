@@ -66,11 +66,11 @@ __all__ = [
 ]
 
 #: The model choices a verdict may depend on (columns of the map).
-AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay", "router", "arrival")
+AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay", "router", "arrival", "engine")
 #: Columns of the robustness CSV, in order, then ``replay``, ``router`` and ``arrival``;
 #: :func:`robustness_map` adds ``point``, ``variant`` and ``best_baseline`` after ``claim_id``.
 MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
-               "n_seeds", "verdict", "replay", "router", "arrival")
+               "n_seeds", "verdict", "replay", "router", "arrival", "engine")
 #: Router information models of a variant: every policy exact, or each with its sourced preset
 #: (``data/routers/as_deployed.json``, :meth:`~smetric.cluster.router_info.RouterInfo.as_deployed`).
 ROUTERS = ("exact", "as-deployed")
@@ -84,8 +84,9 @@ assert set(VERDICT_COLOURS) == {*VERDICT_ORDER, UNDETERMINED}
 class Variant:
     """One model choice per axis; ``name`` labels it in tables and plots. Defaults = the testbed's model
     (:data:`~smetric.experiments.setups.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention, exact
-    router information, Poisson session starts). ``router`` is one of :data:`ROUTERS`; ``arrival`` is
-    ``poisson`` or ``TRACE:KIND``, a process fitted to a public trace (:func:`arrival_process`)."""
+    router information, Poisson session starts, the testbed's serving engine). ``router`` is one of
+    :data:`ROUTERS`; ``arrival`` is ``poisson`` or ``TRACE:KIND``, a process fitted to a public trace
+    (:func:`arrival_process`); ``engine`` a serving-stack row (:mod:`smetric.cluster.serving_stack`)."""
 
     name: str = "default"
     workload: str = "bailian-coder"
@@ -96,6 +97,7 @@ class Variant:
     replay: str = "closed"
     router: str = "exact"
     arrival: str = "poisson"
+    engine: str = "paper-testbed"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -440,7 +442,7 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     tp = TESTBEDS[testbed][2]
     store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=tp)
     cluster = {**(cluster_overrides or {}), "gpu": variant.gpu, "kv_connector": variant.kv_connector,
-               "attention_calibration": variant.attention, "replay": variant.replay}
+               "attention_calibration": variant.attention, "replay": variant.replay, "engine": variant.engine}
     if variant.workload in WORKLOADS:
         workload, trace = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}, None
         if variant.arrival != "poisson":

@@ -10,7 +10,9 @@ Testbeds (the paper's Evaluation section, arXiv 2607.08565):
 Both are colocated with a provisioned global KV store reached through the ``lmcache-mooncake``
 KV connector (vLLM v1 + LMCache + Mooncake store, the paper's stack; parameters and sources in
 ``data/perf/kv_path.json``), reply KV kept in the local prefix cache (vLLM v1 and SGLang do), hits
-counted at vLLM's 16-token block, and agent sessions replayed **closed**: a follow-up turn arrives
+counted at vLLM's 16-token block, the serving stack of the ``paper-testbed`` engine row (LMetric's artifact ran
+a patched vLLM-v1 of unstated version; ``data/perf/serving_stack.json`` reads it as synchronous V1 and fig14 shows
+async scheduling as the other reading), and agent sessions replayed **closed**: a follow-up turn arrives
 at ``max(its scheduled time, its parent's finish + its think gap)``, because an agent acts only on a
 complete response (:data:`TESTBED_DEFAULTS`; every figure can override them).
 
@@ -57,7 +59,7 @@ TESTBEDS = {
 
 #: What every testbed runs with unless a figure overrides it (ClusterConfig fields; see the module docstring).
 TESTBED_DEFAULTS = {"replay": "closed", "kv_connector": "lmcache-mooncake", "cache_replies": True,
-                    "hit_granularity": 16}
+                    "hit_granularity": 16, "engine": "paper-testbed"}
 
 #: Real agent-session traces usable as a figure's workload (catalog names; arrivals generated at the offered rate).
 TRACE_WORKLOADS = ("claude-code",)

@@ -64,7 +64,7 @@ class Params(FigureParams):
                               "kv_connector": ("ideal", "lmcache-mooncake-fast", "lmcache-mooncake-slow"),
                               "attention": ("a100-borrowed",), "gpu": ("h200", "h800"),
                               "store": ("under-provisioned",), "replay": ("open",), "router": ("as-deployed",),
-                              "arrival": ("azure-code:mmpp",)},
+                              "arrival": ("azure-code:mmpp",), "engine": ("vllm-v1-async",)},
                              "axis -> values varied one at a time around the default variant")
     trace: str | None = param(None, "a timestamped trace file or catalog name run as one more workload variant "
                                     "(replayed at each offered rate; the probe starts at bailian-coder's guess)")

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..figure import FigureParams, param
 from ..realcluster import scoring
+from ..realcluster.mechanisms import MECHANISMS, mechanism_frame, mechanism_table
 from ..realcluster.plot import plot_real_clusters
 from ..realcluster.runner import predict_all
 from ..realcluster.spec import load_specs, spec_paths
@@ -19,6 +20,8 @@ _FMT = {"float_format": lambda x: f"{x:,.3g}"}
 class Params(FigureParams):
     specs: tuple[str, ...] = param((), "spec names of data/validation/ to replay (empty: every spec)")
     scaled: bool = param(False, "scale every stage to 10 % of its duration and requests (quick; not comparable)")
+    mechanisms: bool = param(True, "also replay every spec with the legacy serving stack (before/after) and the "
+                                   "single-engine runs with each serving-stack mechanism alone")
 
     @classmethod
     def quick(cls) -> Params:
@@ -38,20 +41,36 @@ def _specs(p: Params):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    """The error frame of every spec as specified (``mechanism`` ``all``), then, with ``p.mechanisms``, every spec
+    with the legacy serving stack (``none``) and the single-engine (``blis`` harness) specs with each mechanism
+    alone (:mod:`..realcluster.mechanisms`)."""
     specs = _specs(p)
-    return scoring.error_frame(specs, predict_all(specs, quick=p.scaled, jobs=jobs or 1))
+    frame = scoring.error_frame(specs, predict_all(specs, quick=p.scaled, jobs=jobs or 1)).assign(mechanism="all")
+    if not p.mechanisms:
+        return frame
+    single = [s for s in specs if s.harness == "blis"]
+    alone = [m for m in MECHANISMS if m not in ("none", "all")]
+    return pd.concat([frame, mechanism_frame(specs, ("none",), quick=p.scaled, jobs=jobs or 1),
+                      mechanism_frame(single, alone, quick=p.scaled, jobs=jobs or 1)], ignore_index=True)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
-    return scoring.targets(df)
+    return scoring.targets(scoring.as_specified(df))
 
 
-plot = plot_real_clusters
+def plot(df: pd.DataFrame):
+    return plot_real_clusters(scoring.as_specified(df))
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Router ratios, rankings, the BLIS comparison and the validation targets."""
-    return {"fig16_real_clusters_ratios": scoring.ratio_table(df),
+    """Router ratios, rankings, the BLIS comparison and the validation targets (and, where replayed, the targets
+    before and after the serving stack and its mechanisms one at a time)."""
+    full, df = df, scoring.as_specified(df)
+    extra = {}
+    if "mechanism" in full.columns and (full["mechanism"] == "none").any():
+        extra = {"fig16_real_clusters_before_after": scoring.before_after(full),
+                 "fig16_real_clusters_mechanisms": mechanism_table(full)}
+    return {**extra, "fig16_real_clusters_ratios": scoring.ratio_table(df),
             "fig16_real_clusters_rankings": scoring.ranking_table(df),
             "fig16_real_clusters_blis": scoring.blis_table(df),
             "fig16_real_clusters_targets": scoring.targets(df)}
@@ -64,6 +83,7 @@ def claims(df: pd.DataFrame) -> list[dict]:
 
 def findings(df: pd.DataFrame) -> str:
     """Errors per metric family, the rankings and the targets."""
+    df = scoring.as_specified(df)
     pub = df[df["measured"].notna()]
     per_metric = (pub.assign(abs_error=pub["rel_error"].abs()).groupby("metric")["abs_error"]
                   .agg(["median", "count"]).reset_index())

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["THROUGHPUT", "RANK_TIE", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table",
-           "blis_table", "targets", "readme_tables", "render_readme"]
+           "blis_table", "targets", "readme_tables", "render_readme", "as_specified", "before_after"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
 _RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
@@ -187,10 +187,28 @@ _FAMILY_METRICS = {"throughput": THROUGHPUT, "TTFT": ("ttft_mean_s", "ttft_p50_s
                    "E2E": ("e2e_mean_s", "e2e_p90_s", "e2e_p99_s"), "ITL/TPOT": ("itl_mean_s", "tpot_mean_s")}
 
 
+def as_specified(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the model as each spec specifies it (``mechanism == "all"``; every row of a frame without the
+    column): the frame every table of this module scores."""
+    return df if "mechanism" not in df.columns else df[df["mechanism"] == "all"].drop(columns="mechanism")
+
+
+def before_after(df: pd.DataFrame) -> pd.DataFrame:
+    """Each target under the ``legacy`` serving stack (``mechanism == "none"``, the model without serving-stack
+    costs) and as specified: ``target, before, verdict_before, after, verdict_after``."""
+    before = targets(df[df["mechanism"] == "none"].drop(columns="mechanism")).set_index("target")
+    after = targets(as_specified(df)).set_index("target")
+    return pd.DataFrame({"before": before["value"], "verdict_before": before["verdict"], "after": after["value"],
+                         "verdict_after": after["verdict"]}).reset_index()
+
+
 def readme_tables(df: pd.DataFrame) -> str:
     """The README's validation tables (markdown): median |error| per experiment and metric family, the ranking
     (router pairs ordered right, a pair measured within :data:`RANK_TIE` counting as right; Kendall's tau) and
-    the targets."""
+    the targets; where the frame holds them, the targets before and after the serving stack and its mechanisms
+    one at a time (:mod:`.mechanisms`)."""
+    full = df
+    df = as_specified(df)
     pub = _published(df)
     rank = ranking_table(df).set_index("experiment")
     head = "| experiment | routers | " + " | ".join(f"{f} med. abs. err." for f in _FAMILY_METRICS)
@@ -208,6 +226,19 @@ def readme_tables(df: pd.DataFrame) -> str:
     for _, r in targets(df).iterrows():
         value = f"{r['value']:.1%}" if r["value"] == r["value"] else ""
         out.append(f"| {r['target']} | {r['rule']} | {value} | **{r['verdict']}** | {r['detail']} |")
+    if "mechanism" in full.columns and (full["mechanism"] == "none").any():
+        from .mechanisms import METRICS, mechanism_table
+
+        out += ["", "Before and after the serving stack (before: every spec replayed with the `legacy` engine row):",
+                "", "| target | before | | after | |", "|---|--:|---|--:|---|"]
+        for _, r in before_after(full).iterrows():
+            cells = [f"{v:.1%}" if v == v else "" for v in (r["before"], r["after"])]
+            out.append(f"| {r['target']} | {cells[0]} | {r['verdict_before']} | {cells[1]} | {r['verdict_after']} |")
+        table = mechanism_table(full)
+        out += ["", "One mechanism at a time from the `legacy` row, median |error| on the single-engine runs:", "",
+                "| mechanism | runs | " + " | ".join(METRICS) + " |", "|---|--:|" + "--:|" * len(METRICS)]
+        for _, r in table.iterrows():
+            out.append(f"| {r['mechanism']} | {r['runs']} | " + " | ".join(f"{r[m]:.1%}" for m in METRICS) + " |")
     return "\n".join(out) + "\n"
 
 
