@@ -87,7 +87,7 @@ def test_unknown_names_list_the_valid_ones():
 def test_lookups_are_case_insensitive_and_pass_specs_through():
     assert get_model("Llama-3-8B") is MODELS["llama-3-8b"]
     assert get_gpu(GPUS["a100"]) is GPUS["a100"]
-    assert gpu_names() == ["a100", "h100", "h800", "h20", "h200", "l20", "rtx-pro-6000", "l4", "l40s"]
+    assert gpu_names() == ["a100", "h100", "h800", "h20", "h200", "l20", "rtx-pro-6000", "l4", "l40s", "rtx-4090"]
     assert "opt-66b" in model_names()
 
 

@@ -191,6 +191,8 @@ SMALL = {
                                 {"arrival": "poisson", "stages": [{"rate": math.inf}]}),
     "multi-turn-conversations": ({"max_conversations": 20},
                                  {"arrival": "concurrency", "stages": [{"concurrency": 4, "requests": 30}]}),
+    "recorded-requests": ({"bundle": "recorded/rtxpro6000-llama-3.1-8b"},
+                          {"arrival": "recorded", "stages": [{"requests": 12}]}),
 }
 
 

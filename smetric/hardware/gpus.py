@@ -1,6 +1,6 @@
 """GPU specifications: bf16 dense FLOP/s, memory capacity and bandwidth, NVLink and host-link bandwidth.
 
-Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20/L4/L40S datasheets and product
+Values are the vendors' datasheet figures (NVIDIA A100/H100/H800/H20/H200/L20/L4/L40S/RTX 4090 datasheets and product
 pages; H20: 148 TFLOPS bf16, 96 GB, 4.0 TB/s). Memory capacity is the datasheet "GB" figure read as GiB, which is
 what the driver reports for the HBM parts to within 1 %; the GDDR6 L4 and L40S report 6-7 % less than that
 reading (ECC on), so their capacity is the driver's total (nvidia-smi ``memory.total``). Link bandwidths are
@@ -89,6 +89,11 @@ GPUS: dict[str, GPUSpec] = {g.name: g for g in (
     # nvidia-smi reports 46068 MiB (akash-network/provider-configs PR #99).
     GPUSpec("l4", "L4-24G", 121e12, 23034 * _MIB, 300e9, 0.0, _PCIE4, 242.5e12),
     GPUSpec("l40s", "L40S-48G", 362.05e12, 46068 * _MIB, 864e9, 0.0, _PCIE4, 733e12),
+    # GeForce RTX 4090 (AD102, Ada, PCIe Gen4 x16, no NVLink): NVIDIA Ada GPU architecture whitepaper, appendix
+    # table: peak BF16 tensor 165.2 TFLOPS with FP32 accumulate (330.4 sparse), FP8 330.3 with FP32 accumulate,
+    # 24 GB GDDR6X at 1,008 GB/s. Memory: the driver's total as LLMServingSim's RTX 4090 run recorded it
+    # (meta.json ``device_total_memory_bytes`` 25,250,627,584; data/validation/recorded/rtx4090-llama-3.1-8b).
+    GPUSpec("rtx-4090", "GeForce RTX 4090-24G", 165.2e12, 25_250_627_584, 1.008e12, 0.0, _PCIE4, 330.3e12),
 )}
 
 

@@ -56,6 +56,10 @@ message scale is set so the mean prompt over the kept pairs is ``mean_input_len`
 tok/s, and output tok/s, over req/s). These are workload descriptions, not results. Each distinct pair
 has one output length (temperature 0: a re-sent prompt generates the same reply).
 
+``recorded-requests``: a recorded real run replayed exactly as recorded (:mod:`smetric.workload.recorded`:
+  the bundle folder ``bundle``, its own arrivals, prompt and output lengths and shared prefixes); with
+  ``load.arrival: recorded`` and one stage ``{requests: n}`` (the first ``n`` requests by engine arrival).
+
 Load (``load`` mapping):
 ``arrival``: ``constant`` | ``poisson`` (rate stages ``{rate, duration}`` or ``{rate, requests}``) or
   ``concurrency`` (stages ``{concurrency, requests, rate}``, ``rate`` optional). A rate stage sends
@@ -91,8 +95,9 @@ from .core import Workload
 
 __all__ = ["ARRIVALS", "KINDS", "HarnessWorkload", "harness_workload"]
 
-KINDS = ("shared-prefix", "prefix-repetition", "generated-shared-prefix", "multi-turn-conversations")
-ARRIVALS = ("poisson", "constant", "concurrency")
+KINDS = ("shared-prefix", "prefix-repetition", "generated-shared-prefix", "multi-turn-conversations",
+         "recorded-requests")
+ARRIVALS = ("poisson", "constant", "concurrency", "recorded")
 
 # Parameters per kind, in the harness's own names: default, or None = required.
 _PARAMS: dict[str, dict[str, object]] = {
@@ -263,8 +268,9 @@ def _stages(kind: str, load: Mapping[str, object], multi_turn: bool) -> tuple[st
     if unknown:
         raise ValueError(f"load: unknown key {unknown[0]!r} (known: {', '.join(sorted(_LOAD_KEYS))})")
     arrival = load.get("arrival")
-    if arrival not in ARRIVALS:
-        raise ValueError(f"load.arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
+    if arrival not in ARRIVALS or arrival == "recorded":
+        raise ValueError(f"load.arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}"
+                         + (" ('recorded' only with kind recorded-requests)" if arrival == "recorded" else ""))
     if arrival == "constant" and kind not in _INFERENCE_PERF:
         raise ValueError(f"load.arrival 'constant' is inference-perf's timer; {kind} has poisson or concurrency")
     if arrival == "concurrency" and multi_turn:
@@ -431,6 +437,14 @@ def harness_workload(kind: str, params: Mapping[str, object], load: Mapping[str,
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     if not isinstance(params, Mapping) or not isinstance(load, Mapping):
         raise ValueError("params and load must be mappings")
+    if kind == "recorded-requests":
+        from .recorded import BLOCK_SIZE, recorded_workload
+
+        if block_size != BLOCK_SIZE:
+            raise ValueError(f"block_size must be {BLOCK_SIZE} for recorded-requests (the bundles' blocks), "
+                             f"got {block_size}")
+        wl = recorded_workload(params, load)
+        return HarnessWorkload(wl, np.zeros(len(wl), dtype=np.int64), closed=False)
     p = _params(kind, params)
     multi_turn = bool(p.get("enable_multi_turn_chat", False))
     arrival, stages = _stages(kind, load, multi_turn)

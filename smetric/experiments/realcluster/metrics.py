@@ -23,6 +23,12 @@ Every harness measures the requests *sent* in the measured stages (bucketed by t
     (E2E mean - TTFT mean) / ITL + 1) it is the denominator; otherwise the simulated output mean is;
   - ``kubeai-chat`` and ``sglang-bench-serving`` (vLLM-style benchmark clients): TPOT = mean over requests of
     (E2E - TTFT) / (output - 1); ITL the same per token;
+* ``recorded-engine`` (a recorded run replayed request by request, :mod:`smetric.workload.recorded`): the serving
+  engine's own timestamps, with LLMServingSim's ``bench validate`` definitions: TTFT = first token - arrival (the
+  engine core's queue time), TPOT = mean over requests of (last - first token) / (output - 1), latency (``e2e``) =
+  last token - arrival; percentiles linearly interpolated; plus medians of latency and per-request TPOT and the
+  queueing (``queue_*``: first scheduled - arrival). :func:`recorded_request_table` pairs the modelled requests
+  with the recorded ones, request by request;
 * ``hit_ratio``: prompt tokens served from the local prefix cache (HBM + host DRAM) over prompt tokens
   (SGLang's logged cache hit rate; a model-side number, since no client measures it);
 * ``success_ratio``: completed / sent.
@@ -35,7 +41,7 @@ import pandas as pd
 
 from .spec import METRICS
 
-__all__ = ["harness_metrics"]
+__all__ = ["harness_metrics", "recorded_request_table", "recorded_request_summary", "REQUEST_QUANTITIES"]
 
 _INFERENCE_PERF_CHUNK = 0.5  # tokens per stream chunk arrive in pairs (validation.md, trap 1)
 
@@ -84,6 +90,11 @@ def harness_metrics(requests: pd.DataFrame, harness: str, client_output_mean: fl
         itl = float(np.mean(per_token))
     prompt = float(requests["input_len"].sum())
     local = float((requests["hit_hbm"].fillna(0) + requests["hit_dram"].fillna(0)).sum())
+    extra = {}
+    if harness == "recorded-engine":
+        queue = (done["admit"] - done["arrival"]).to_numpy()
+        extra = {"e2e_p50_s": _pct(e2e, 50), "tpot_p50_s": _pct(per_token, 50), "queue_mean_s": float(queue.mean()),
+                 "queue_p50_s": _pct(queue, 50)}
     return {
         "output_tps": float(out.sum()) / span,
         "total_tps": float(out.sum() + done["input_len"].sum()) / span,
@@ -99,4 +110,51 @@ def harness_metrics(requests: pd.DataFrame, harness: str, client_output_mean: fl
         "tpot_mean_s": float(itl),
         "hit_ratio": local / prompt if prompt else float("nan"),
         "success_ratio": len(done) / sent,
+        **extra,
     }
+
+
+#: Per-request quantities of a recorded run (s), paired by :func:`recorded_request_table`.
+REQUEST_QUANTITIES = ("ttft", "tpot", "latency", "queue")
+
+
+def recorded_request_table(requests: pd.DataFrame, recorded) -> pd.DataFrame:
+    """Modelled and recorded TTFT, TPOT, latency and queueing (s) of each request, side by side.
+
+    ``requests``: the simulated requests of a ``recorded-requests`` replay (SimResult columns), whose rows are the
+    first rows of ``recorded`` (a :class:`~smetric.workload.recorded.RecordedBundle`, ordered by engine arrival).
+    Columns ``request_id``, ``<quantity>_model``, ``<quantity>_recorded`` for each of :data:`REQUEST_QUANTITIES`;
+    a request the model did not complete has NaN modelled values.
+    """
+    n = len(requests)
+    if n > len(recorded):
+        raise ValueError(f"{n} simulated requests but the recorded run has {len(recorded)}")
+    arrival, first = requests["arrival"].to_numpy(), requests["first_token"].to_numpy()
+    finish, out = requests["finish"].to_numpy(), requests["output_len"].to_numpy()
+    model = {"ttft": first - arrival, "tpot": np.where(out > 1, (finish - first) / np.maximum(out - 1, 1), np.nan),
+             "latency": finish - arrival, "queue": requests["admit"].to_numpy() - arrival}
+    table = {"request_id": recorded.request_id[:n]}
+    for q in REQUEST_QUANTITIES:
+        table[f"{q}_model"], table[f"{q}_recorded"] = model[q], getattr(recorded, q)[:n]
+    return pd.DataFrame(table)
+
+
+def recorded_request_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per quantity of :func:`recorded_request_table`: recorded and modelled median and mean with the
+    signed relative error of each (LLMServingSim's summary compares the two runs' means and medians); and the
+    paired errors: the median over requests of model - recorded (s) and of |model / recorded - 1| (over requests
+    with a recorded value > 0: a request never queued has no relative queueing error)."""
+    rows = []
+    for q in REQUEST_QUANTITIES:
+        model, rec = table[f"{q}_model"].to_numpy(), table[f"{q}_recorded"].to_numpy()
+        both = ~np.isnan(model) & ~np.isnan(rec)
+        model, rec = model[both], rec[both]
+        med_m, med_r, mean_m, mean_r = np.median(model), np.median(rec), model.mean(), rec.mean()
+        positive = rec > 0
+        rows.append({"quantity": q, "n": int(both.sum()), "recorded_median_s": med_r, "model_median_s": med_m,
+                     "median_error": med_m / med_r - 1.0 if med_r else np.nan, "recorded_mean_s": mean_r,
+                     "model_mean_s": mean_m, "mean_error": mean_m / mean_r - 1.0 if mean_r else np.nan,
+                     "paired_median_diff_s": float(np.median(model - rec)),
+                     "paired_median_abs_error": float(np.median(np.abs(model[positive] / rec[positive] - 1.0)))
+                     if positive.any() else np.nan})
+    return pd.DataFrame(rows)

@@ -9,6 +9,10 @@ Replays are memoised within a run, so specs that measure different stages of one
 
 Quick mode (``quick=True``, the tests' mode) scales every stage's duration and request count by
 :data:`QUICK_SCALE`: same code paths, smaller runs, numbers not comparable with the published ones.
+
+A ``recorded-requests`` spec (a real run replayed exactly as recorded) is also scored request by request:
+:func:`recorded_request_errors` pairs each modelled request with the recorded one and summarises the errors
+(:func:`.metrics.recorded_request_summary`) beside LLMServingSim's own (``source.lss_error_pct``).
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ...workload.harness import harness_workload
-from .metrics import harness_metrics
+from .metrics import harness_metrics, recorded_request_summary, recorded_request_table
 from .spec import ExperimentSpec
 
-__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "predict", "predict_all"]
+__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "predict", "predict_all", "recorded_request_errors"]
 
 QUICK_SCALE = 0.1
 _APART = 1e6  # s between stage starts in the generated ladder, before the drained starts replace them
@@ -99,6 +103,31 @@ def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False) -> p
             end = float(mine["finish"].fillna(mine["arrival"]).max()) if len(mine) else starts[k]
             starts[k + 1] = end + interval
     return requests
+
+
+#: ``source.lss_error_pct`` keys per quantity of :func:`recorded_request_errors`: (median, mean).
+_LSS_KEYS = {"ttft": ("ttft_p50_s", "ttft_mean_s"), "tpot": ("tpot_p50_s", "tpot_mean_s"),
+             "latency": ("e2e_p50_s", "e2e_mean_s")}
+
+
+def recorded_request_errors(spec: ExperimentSpec, *, quick: bool = False, label: str | None = None
+                            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A ``recorded-requests`` spec replayed (router ``label``, default the baseline) and paired with the recorded
+    run request by request: the per-request table (:func:`.metrics.recorded_request_table`) and its summary, with
+    LLMServingSim's published signed errors on the same run (``lss_median_error``, ``lss_mean_error``) beside it."""
+    from ...workload.recorded import bundle_of
+
+    if spec.workload["kind"] != "recorded-requests":
+        raise ValueError(f"{spec.path}: workload.kind: request-by-request scoring needs recorded-requests, "
+                         f"got {spec.workload['kind']!r}")
+    label = spec.baseline if label is None else label
+    table = recorded_request_table(replay_router(spec, label, quick=quick), bundle_of(spec.workload["params"]))
+    summary = recorded_request_summary(table)
+    lss = spec.source.get("lss_error_pct", {}) or {}
+    for column, pick in (("lss_median_error", 0), ("lss_mean_error", 1)):
+        summary[column] = [lss.get(_LSS_KEYS[q][pick], np.nan) / 100.0 if q in _LSS_KEYS else np.nan
+                           for q in summary["quantity"]]
+    return table, summary
 
 
 def _key(spec: ExperimentSpec, label: str, quick: bool) -> str:

@@ -16,7 +16,9 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   ``cpu_offload``: host-DRAM KV tier per instance in GB (``0``/``false`` = none); ``engine``: the serving engine
   and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``), which selects the engine behaviours of
   :data:`ENGINE_BEHAVIOURS`.
-* ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names).
+* ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names);
+  ``recorded-requests`` replays a recorded run (``params: {bundle: FOLDER}``, relative to ``data/validation``;
+  :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
 * ``load.arrival``: ``poisson`` | ``constant`` | ``concurrency``; ``stages``: ``[{rate, duration}]`` (requests/s, s)
   (or ``[{rate, requests}]``: a request count instead of a duration; ``rate: .inf`` = all at the stage start)
   or ``[{concurrency, requests}]`` (optional ``rate``: requests are also paced at that rate);
@@ -29,6 +31,8 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
+  ``source.lss_error_pct`` (recorded runs): LLMServingSim's own published signed errors on the same run, kept
+  for side-by-side reports.
   ``source.client_output_mean`` (``blis`` only): the output mean the harness divided by, as its client counted
   (re-tokenised) it, where published or derived from the published triple; used only in that harness's ITL
   (:mod:`.metrics`), never by the engine, which generates the nominal lengths.
@@ -54,13 +58,14 @@ CLUSTER_KEYS = ("model", "gpu", "tp", "instances", "kv_tokens", "max_num_batched
                 "block_size", "weight_dtype", "kv_dtype", "cpu_offload", "gpu_memory_utilization", "engine")
 #: Published metrics (units in the name).
 METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-           "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio")
+           "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio",
+           "e2e_p50_s", "tpot_p50_s", "queue_mean_s", "queue_p50_s")
 #: Metric definitions of the harnesses behind the published numbers (see :mod:`.metrics`).
-HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving")
+HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving", "recorded-engine")
 #: Engine families and the engine behaviours they select (vLLM and SGLang allocate KV incrementally and preempt
 #: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes).
 ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
-ARRIVALS = ("poisson", "constant", "concurrency")
+ARRIVALS = ("poisson", "constant", "concurrency", "recorded")
 SUMMARIES = ("pooled", "stage-mean")
 LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary")
 
@@ -196,6 +201,13 @@ def _check_workload(path, workload: Mapping) -> None:
     if workload["kind"] not in KINDS:
         _fail(path, "workload.kind", f"unknown generator {workload['kind']!r}; known: {', '.join(KINDS)}")
     _mapping(path, "workload.params", workload["params"])
+    if workload["kind"] == "recorded-requests":   # read the bundle now: a bad one fails before any replay
+        from ...workload.recorded import bundle_of
+
+        try:
+            bundle_of(workload["params"])
+        except ValueError as exc:
+            _fail(path, "workload.params", str(exc))
     _number(path, "workload.seed", workload["seed"], strict=False, integer=True)
 
 
@@ -209,11 +221,13 @@ def _check_load(path, load: Mapping) -> None:
     stages = load["stages"]
     if not isinstance(stages, list) or not stages:
         _fail(path, "load.stages", "must be a non-empty list")
-    keys = ("concurrency", "requests") if load["arrival"] == "concurrency" else ("rate",)
+    keys = {"concurrency": ("concurrency", "requests"), "recorded": ("requests",)}.get(load["arrival"], ("rate",))
+    if load["arrival"] == "recorded" and len(stages) != 1:
+        _fail(path, "load.stages", f"a recorded run is one stage [{{requests: n}}], got {len(stages)} stages")
     for k, stage in enumerate(stages):
         _mapping(path, f"load.stages[{k}]", stage)
         _require(path, stage, f"load.stages[{k}]", keys)
-        if load["arrival"] == "concurrency":
+        if load["arrival"] in ("concurrency", "recorded"):
             for key in keys:
                 _number(path, f"load.stages[{k}].{key}", stage[key], integer=True)
             continue
@@ -334,6 +348,8 @@ def check_spec(raw, path="<memory>") -> ExperimentSpec:
     _check_cluster(path, raw["cluster"])
     _check_workload(path, raw["workload"])
     _check_load(path, raw["load"])
+    if (raw["workload"]["kind"] == "recorded-requests") != (raw["load"]["arrival"] == "recorded"):
+        _fail(path, "load.arrival", "'recorded' goes with workload.kind recorded-requests, and only with it")
     _check_generator_input(path, raw["workload"], raw["load"])
     _check_routers(path, raw["routers"])
     _check_measured(path, raw["measured"], raw["routers"])
