@@ -191,6 +191,8 @@ SMALL = {
                                 {"arrival": "poisson", "stages": [{"rate": math.inf}]}),
     "multi-turn-conversations": ({"max_conversations": 20},
                                  {"arrival": "concurrency", "stages": [{"concurrency": 4, "requests": 30}]}),
+    "multi-turn-sessions": ({"turns": 3, "output_first": 16, "output_follow_up": 4, "output_after_tool": 8},
+                            {"arrival": "sessions", "stages": [{"sessions": 3}]}),
     "recorded-requests": ({"bundle": "recorded/rtxpro6000-llama-3.1-8b"},
                           {"arrival": "recorded", "stages": [{"requests": 12}]}),
 }

@@ -56,6 +56,9 @@ message scale is set so the mean prompt over the kept pairs is ``mean_input_len`
 tok/s, and output tok/s, over req/s). These are workload descriptions, not results. Each distinct pair
 has one output length (temperature 0: a re-sent prompt generates the same reply).
 
+``multi-turn-sessions``: closed-loop agent-style sessions, N concurrent x T turns, each prompt the previous one
+  plus a turn increment (:mod:`smetric.workload.multi_turn_sessions`: zxuhan/llm-router's trace generator, or
+  an exact per-request token table); with ``load.arrival: sessions`` and one stage ``{sessions: N}``.
 ``recorded-requests``: a recorded real run replayed exactly as recorded (:mod:`smetric.workload.recorded`:
   the bundle folder ``bundle``, its own arrivals, prompt and output lengths and shared prefixes); with
   ``load.arrival: recorded`` and one stage ``{requests: n}`` (the first ``n`` requests by engine arrival).
@@ -96,7 +99,7 @@ from .core import Workload
 __all__ = ["ARRIVALS", "KINDS", "HarnessWorkload", "harness_workload"]
 
 KINDS = ("shared-prefix", "prefix-repetition", "generated-shared-prefix", "multi-turn-conversations",
-         "recorded-requests")
+         "recorded-requests", "multi-turn-sessions")
 ARRIVALS = ("poisson", "constant", "concurrency", "recorded")
 
 # Parameters per kind, in the harness's own names: default, or None = required.
@@ -445,6 +448,10 @@ def harness_workload(kind: str, params: Mapping[str, object], load: Mapping[str,
                              f"got {block_size}")
         wl = recorded_workload(params, load)
         return HarnessWorkload(wl, np.zeros(len(wl), dtype=np.int64), closed=False)
+    if kind == "multi-turn-sessions":
+        from .multi_turn_sessions import session_workload
+
+        return session_workload(params, load, seed, block_size=int(block_size), stage_starts=stage_starts)
     p = _params(kind, params)
     multi_turn = bool(p.get("enable_multi_turn_chat", False))
     arrival, stages = _stages(kind, load, multi_turn)

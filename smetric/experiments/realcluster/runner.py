@@ -8,7 +8,13 @@ simulating stages ``0..k-1`` first (later arrivals cannot change earlier request
 Replays are memoised within a run, so specs that measure different stages of one ladder share its simulations.
 
 Quick mode (``quick=True``, the tests' mode) scales every stage's duration and request count by
-:data:`QUICK_SCALE`: same code paths, smaller runs, numbers not comparable with the published ones.
+:data:`QUICK_SCALE` and runs only the first trace seed of ``load.seeds``: same code paths, smaller runs, numbers
+not comparable with the published ones.
+
+Independent cold runs (``load.seeds`` with ``load.summary: seed-mean``): each router replays once per trace seed
+(the seed of the workload and of the policy's random draws), and the summary is the mean of the per-run metrics
+(:func:`run_metrics` holds the runs, :func:`seed_summary` their mean and sample s.d., as a report of mean +- s.d.
+over seeds gives them).
 
 A ``recorded-requests`` spec (a real run replayed exactly as recorded) is also scored request by request:
 :func:`recorded_request_errors` pairs each modelled request with the recorded one and summarises the errors
@@ -28,7 +34,8 @@ from ...workload.harness import harness_workload
 from .metrics import harness_metrics, recorded_request_summary, recorded_request_table
 from .spec import ExperimentSpec
 
-__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "predict", "predict_all", "recorded_request_errors"]
+__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "run_metrics", "seed_summary", "predict", "predict_all",
+           "recorded_request_errors"]
 
 QUICK_SCALE = 0.1
 _APART = 1e6  # s between stage starts in the generated ladder, before the drained starts replace them
@@ -48,48 +55,51 @@ def _scaled_load(load: dict, scale: float) -> dict:
     return {**load, "stages": stages}
 
 
-def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False):
-    """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it."""
-    from ...cluster.config import ClusterConfig, HardwareSpec
+def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engine=None):
+    """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it (``engine``: a
+    serving-stack row name or :class:`~smetric.cluster.serving_stack.ServingStack` instead of the spec's own)."""
+    from ...cluster.config import ClusterConfig
+    from ...cluster.serving_stack import parse
 
     c = spec.cluster
-    hardware = None
-    if c["kv_tokens"] is not None:
-        model_spec = HardwareSpec.from_perfmodel(c["model"], c["gpu"], int(c["tp"]), float(c["gpu_memory_utilization"]),
-                                                 int(c["max_num_batched_tokens"]), weight_dtype=c["weight_dtype"],
-                                                 kv_dtype=c["kv_dtype"])
-        hardware = dataclasses.replace(model_spec, kv_capacity_tokens=int(c["kv_tokens"]))
     extra = spec.engine_behaviour()
+    if engine is not None:
+        extra["engine"] = parse(engine) if isinstance(engine, str) else engine
     router = spec.routers[label]
     if "router_info" in router:
         from ...cluster.router_info import RouterInfo
 
         extra["router"] = RouterInfo(**router["router_info"])
-    dtypes = {} if hardware is not None else {"weight_dtype": c["weight_dtype"], "kv_dtype": c["kv_dtype"]}
     return ClusterConfig(model=c["model"], gpu=c["gpu"], tp=int(c["tp"]), n_instances=int(c["instances"]),
                          max_num_seqs=int(c["max_num_seqs"]), max_batched_tokens=int(c["max_num_batched_tokens"]),
                          gpu_mem_util=float(c["gpu_memory_utilization"]), block_size=int(c["block_size"]),
                          dram_gb=float(c["cpu_offload"] or 0.0), replay="closed" if closed else "open",
-                         hardware=hardware, **dtypes, **extra)
+                         weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"],
+                         kv_capacity_tokens=None if c["kv_tokens"] is None else int(c["kv_tokens"]), **extra)
 
 
-def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False) -> pd.DataFrame:
-    """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage."""
+def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed: int | None = None,
+                  engine=None) -> pd.DataFrame:
+    """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage; ``seed``: the
+    run's trace seed (default ``workload.seed``); ``engine``: a serving-stack row instead of the spec's
+    (:func:`cluster_for`)."""
     from ...cluster.simulate import simulate
 
     load = _scaled_load(spec.load, QUICK_SCALE if quick else 1.0)
-    kind, params, seed = spec.workload["kind"], dict(spec.workload["params"]), int(spec.workload["seed"])
+    kind, params = spec.workload["kind"], dict(spec.workload["params"])
+    seed = int(spec.workload["seed"]) if seed is None else int(seed)
     router = spec.routers[label]
     policy, policy_params = router["policy"], dict(router.get("params") or {})
     stages = {"arrival": load["arrival"], "stages": load["stages"]}
     if not spec.drain:
         hw = harness_workload(kind, params, stages, seed)
-        result = simulate(hw.workload, cluster_for(spec, label, closed=hw.closed), policy, policy_params, seed=seed)
+        result = simulate(hw.workload, cluster_for(spec, label, closed=hw.closed, engine=engine), policy,
+                          policy_params, seed=seed)
         return result.requests.assign(stage=hw.stage)
     n_stages = len(load["stages"])
     apart = _APART * np.arange(n_stages)  # stages far apart: no stage's sends can run into the next one's
     hw = harness_workload(kind, params, stages, seed, stage_starts=list(apart))
-    cluster = cluster_for(spec, label, closed=hw.closed)
+    cluster = cluster_for(spec, label, closed=hw.closed, engine=engine)
     interval = float(spec.load.get("interval_s", 1.0))
     starts = np.zeros(n_stages)
     for k in range(n_stages):
@@ -130,46 +140,75 @@ def recorded_request_errors(spec: ExperimentSpec, *, quick: bool = False, label:
     return table, summary
 
 
-def _key(spec: ExperimentSpec, label: str, quick: bool) -> str:
-    return json.dumps([spec.cluster, spec.workload, {k: v for k, v in spec.load.items() if k != "measured_stages"},
-                       spec.routers[label], quick], sort_keys=True, default=str)
+def _key(spec: ExperimentSpec, label: str, quick: bool, seed: int, engine=None) -> str:
+    load = {k: v for k, v in spec.load.items() if k not in ("measured_stages", "seeds", "summary")}
+    return json.dumps([spec.cluster, {**spec.workload, "seed": seed}, load, spec.routers[label], quick, engine],
+                      sort_keys=True, default=str)
 
 
-def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = None) -> dict[str, dict[str, float]]:
-    """Predicted metrics of every router of ``spec`` over its measured stages: ``{label: {metric: value}}``."""
+def _run_summary(spec: ExperimentSpec, requests: pd.DataFrame) -> dict[str, float]:
+    """One run's metrics over the measured stages (pooled, or the mean of the per-stage metrics)."""
+    if spec.summary == "stage-mean":  # the report's summary row is the mean of its per-stage rows
+        per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness, spec.client_output_mean)
+                     for k in spec.measured_stages]
+        return {m: float(np.mean([v[m] for v in per_stage])) for m in per_stage[0]}
+    return harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness,
+                           spec.client_output_mean)
+
+
+def run_metrics(spec: ExperimentSpec, label: str, *, quick: bool = False, cache: dict | None = None,
+                engine=None) -> pd.DataFrame:
+    """Router ``label``'s metrics per independent run: one row per trace seed (:meth:`ExperimentSpec.run_seeds`,
+    the index), one column per metric. Replays are memoised in ``cache``."""
     cache = {} if cache is None else cache
-    out = {}
-    for label in spec.routers:
-        key = _key(spec, label, quick)
+    rows = {}
+    for seed in spec.run_seeds(quick):
+        key = _key(spec, label, quick, seed, engine)
         if key not in cache:
-            cache[key] = replay_router(spec, label, quick=quick)
-        requests = cache[key]
-        if spec.summary == "stage-mean":  # the report's summary row is the mean of its per-stage rows
-            per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness, spec.client_output_mean)
-                         for k in spec.measured_stages]
-            out[label] = {m: float(np.mean([v[m] for v in per_stage])) for m in per_stage[0]}
-        else:
-            out[label] = harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness,
-                                         spec.client_output_mean)
-    return out
+            cache[key] = replay_router(spec, label, quick=quick, seed=seed, engine=engine)
+        rows[seed] = _run_summary(spec, cache[key])
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed")
 
 
-def _predict_chunk(paths: list[str], quick: bool) -> dict:
+def seed_summary(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = None) -> pd.DataFrame:
+    """Mean and sample s.d. (n - 1; NaN for one run) of each router's per-run metrics: one row per (router,
+    metric), columns ``router, metric, runs, mean, sd``."""
+    rows = []
+    for label in spec.routers:
+        runs = run_metrics(spec, label, quick=quick, cache=cache)
+        for metric in runs.columns:
+            values = runs[metric].to_numpy(dtype=float)
+            rows.append({"router": label, "metric": metric, "runs": len(values), "mean": float(values.mean()),
+                         "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")})
+    return pd.DataFrame(rows, columns=["router", "metric", "runs", "mean", "sd"])
+
+
+def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = None, engine=None
+            ) -> dict[str, dict[str, float]]:
+    """Predicted metrics of every router of ``spec`` over its measured stages: ``{label: {metric: value}}`` (with
+    ``load.seeds``: the mean over the independent runs, one per seed)."""
+    cache = {} if cache is None else cache
+    return {label: {m: float(v) for m, v in run_metrics(spec, label, quick=quick, cache=cache, engine=engine)
+                    .mean(skipna=False).items()} for label in spec.routers}
+
+
+def _predict_chunk(paths: list[str], quick: bool, engine=None) -> dict:
     from .spec import load_specs
 
     cache: dict = {}
-    return {spec.name: predict(spec, quick=quick, cache=cache) for spec in load_specs(paths)}
+    return {spec.name: predict(spec, quick=quick, cache=cache, engine=engine) for spec in load_specs(paths)}
 
 
-def predict_all(specs: Sequence[ExperimentSpec], *, quick: bool = False, jobs: int = 1, progress: bool = False
-                ) -> dict[str, dict[str, dict[str, float]]]:
+def predict_all(specs: Sequence[ExperimentSpec], *, quick: bool = False, jobs: int = 1, progress: bool = False,
+                engine=None) -> dict[str, dict[str, dict[str, float]]]:
     """Predicted metrics of every spec: ``{experiment: {router: {metric: value}}}`` (``jobs`` worker processes;
-    specs that share a ladder go to the same worker so its replays are shared)."""
+    specs that share a ladder go to the same worker so its replays are shared; ``engine``: a serving-stack row,
+    by name or ``ROW:FIELD=VALUE,...``, for every spec instead of its own)."""
     from tqdm.auto import tqdm
 
     if jobs <= 1 or len(specs) <= 1:
         cache: dict = {}
-        return {spec.name: predict(spec, quick=quick, cache=cache)
+        return {spec.name: predict(spec, quick=quick, cache=cache, engine=engine)
                 for spec in tqdm(specs, desc="validate", unit="spec", disable=not progress)}
     from concurrent.futures import ProcessPoolExecutor
 
@@ -181,7 +220,7 @@ def predict_all(specs: Sequence[ExperimentSpec], *, quick: bool = False, jobs: i
         min(chunks, key=len).extend(paths)
     out: dict = {}
     with ProcessPoolExecutor(jobs) as pool:
-        for part in tqdm(pool.map(_predict_chunk, [c for c in chunks if c], [quick] * jobs),
+        for part in tqdm(pool.map(_predict_chunk, [c for c in chunks if c], [quick] * jobs, [engine] * jobs),
                          total=sum(1 for c in chunks if c), desc="validate", unit="worker", disable=not progress):
             out.update(part)
     return {spec.name: out[spec.name] for spec in specs}

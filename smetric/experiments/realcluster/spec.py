@@ -21,13 +21,16 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
 * ``load.arrival``: ``poisson`` | ``constant`` | ``concurrency``; ``stages``: ``[{rate, duration}]`` (requests/s, s)
   (or ``[{rate, requests}]``: a request count instead of a duration; ``rate: .inf`` = all at the stage start)
-  or ``[{concurrency, requests}]`` (optional ``rate``: requests are also paced at that rate);
+  or ``[{concurrency, requests}]`` (optional ``rate``: requests are also paced at that rate); ``sessions`` (closed
+  multi-turn sessions, ``workload.kind: multi-turn-sessions`` only) has one stage ``[{sessions: N}]``;
   ``measured_stages``: stage indices the published numbers cover, or ``all``.
   Optional inside ``load``: ``drain`` (stages run one at a time and wait for the previous stage to finish, as
   inference-perf does; default true for rate stages) and ``interval_s`` (the sleep after a drained stage, default
   1 s = inference-perf's ``load.interval``) and ``summary`` (``pooled``, the default: metrics over the measured
   stages' requests together; ``stage-mean``: the mean of the per-stage metrics, as the llm-d reports' summary rows
-  are -- their output tok/s and TTFT are the means of their per-QPS rows).
+  are -- their output tok/s and TTFT are the means of their per-QPS rows; ``seed-mean``: the mean of per-run
+  metrics over independent cold runs, one per trace seed, as a report of mean +- s.d. over seeds is) and ``seeds``
+  (the trace seed of each run, each replacing ``workload.seed``; given exactly when the summary is ``seed-mean``).
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
@@ -44,6 +47,7 @@ raises :class:`SpecError` naming the file, the key and the reason -- before any 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,15 +63,15 @@ CLUSTER_KEYS = ("model", "gpu", "tp", "instances", "kv_tokens", "max_num_batched
 #: Published metrics (units in the name).
 METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
            "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio",
-           "e2e_p50_s", "tpot_p50_s", "queue_mean_s", "queue_p50_s")
+           "e2e_p50_s", "tpot_p50_s", "queue_mean_s", "queue_p50_s", "ttft_p95_s")
 #: Metric definitions of the harnesses behind the published numbers (see :mod:`.metrics`).
-HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving", "recorded-engine")
+HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving", "recorded-engine", "llm-router")
 #: Engine families and the engine behaviours they select (vLLM and SGLang allocate KV incrementally and preempt
 #: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes).
 ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
-ARRIVALS = ("poisson", "constant", "concurrency", "recorded")
-SUMMARIES = ("pooled", "stage-mean")
-LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary")
+ARRIVALS = ("poisson", "constant", "concurrency", "recorded", "sessions")
+SUMMARIES = ("pooled", "stage-mean", "seed-mean")
+LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary", "seeds")
 
 
 class SpecError(ValueError):
@@ -139,13 +143,20 @@ class ExperimentSpec:
     @property
     def drain(self) -> bool:
         """True when stages run one at a time, each after the previous has finished."""
-        return bool(self.load.get("drain", self.load["arrival"] != "concurrency"))
+        return bool(self.load.get("drain", self.load["arrival"] not in ("concurrency", "sessions")))
 
     @property
     def summary(self) -> str:
         """``pooled``: metrics over the measured stages' requests together; ``stage-mean``: the mean of each
-        measured stage's metrics (the llm-d reports' summary rows are the mean of their per-QPS rows)."""
+        measured stage's metrics (the llm-d reports' summary rows are the mean of their per-QPS rows);
+        ``seed-mean``: the mean of per-run metrics over the runs of :meth:`run_seeds`."""
         return str(self.load.get("summary", "pooled"))
+
+    def run_seeds(self, quick: bool = False) -> list[int]:
+        """The trace seed of each independent run: ``load.seeds`` (quick mode: the first only), else
+        ``workload.seed``."""
+        seeds = [int(s) for s in self.load.get("seeds", [self.workload["seed"]])]
+        return seeds[:1] if quick else seeds
 
     @property
     def measured_stages(self) -> list[int]:
@@ -221,13 +232,17 @@ def _check_load(path, load: Mapping) -> None:
     stages = load["stages"]
     if not isinstance(stages, list) or not stages:
         _fail(path, "load.stages", "must be a non-empty list")
-    keys = {"concurrency": ("concurrency", "requests"), "recorded": ("requests",)}.get(load["arrival"], ("rate",))
+    keys = {"concurrency": ("concurrency", "requests"), "recorded": ("requests",),
+            "sessions": ("sessions",)}.get(load["arrival"], ("rate",))
+    if load["arrival"] == "sessions" and len(stages) != 1:
+        _fail(path, "load.stages", "closed sessions run one stage [{sessions: N}]: each concurrency point is its own "
+                                   f"set of cold runs (one spec per point), got {len(stages)} stages")
     if load["arrival"] == "recorded" and len(stages) != 1:
         _fail(path, "load.stages", f"a recorded run is one stage [{{requests: n}}], got {len(stages)} stages")
     for k, stage in enumerate(stages):
         _mapping(path, f"load.stages[{k}]", stage)
         _require(path, stage, f"load.stages[{k}]", keys)
-        if load["arrival"] in ("concurrency", "recorded"):
+        if load["arrival"] in ("concurrency", "recorded", "sessions"):
             for key in keys:
                 _number(path, f"load.stages[{k}].{key}", stage[key], integer=True)
             continue
@@ -248,6 +263,16 @@ def _check_load(path, load: Mapping) -> None:
                       f"stage {s!r} is not an index of load.stages (0..{len(stages) - 1})")
     if load.get("summary", "pooled") not in SUMMARIES:
         _fail(path, "load.summary", f"must be one of {', '.join(SUMMARIES)}, got {load['summary']!r}")
+    if ("seeds" in load) != (load.get("summary") == "seed-mean"):
+        _fail(path, "load.seeds", "runs over trace seeds need both load.seeds and load.summary: seed-mean")
+    if "seeds" in load:
+        seeds = load["seeds"]
+        if not isinstance(seeds, list) or not seeds:
+            _fail(path, "load.seeds", f"must be a non-empty list of trace seeds, got {seeds!r}")
+        for k, seed in enumerate(seeds):
+            _number(path, f"load.seeds[{k}]", seed, strict=False, integer=True)
+        if len(set(seeds)) != len(seeds):
+            _fail(path, "load.seeds", f"must be distinct (each seed is one independent run), got {seeds!r}")
     if "interval_s" in load:
         _number(path, "load.interval_s", load["interval_s"], strict=False)
 
@@ -259,6 +284,17 @@ def _check_generator_input(path, workload: Mapping, load: Mapping) -> None:
     from ...workload import harness
 
     kind, params = workload["kind"], workload["params"]
+    if kind == "multi-turn-sessions":  # every run's session set is built now (its token table read)
+        from ...workload.multi_turn_sessions import session_workload
+
+        try:
+            for seed in load.get("seeds", [workload["seed"]]):
+                session_workload(params, {"arrival": load["arrival"], "stages": load["stages"]}, int(seed))
+        except ValueError as exc:
+            named = re.match(rf"{kind} params: (?:unknown key |missing key )?'?(\w+)", str(exc))
+            _fail(path, "load" if str(exc).startswith("load") else
+                  "workload.params" + (f".{named.group(1)}" if named else ""), str(exc))
+        return
     accepted = harness._PARAMS.get(kind)  # parameter -> default (None: required)
     if accepted is None:
         return
@@ -348,6 +384,8 @@ def check_spec(raw, path="<memory>") -> ExperimentSpec:
     _check_cluster(path, raw["cluster"])
     _check_workload(path, raw["workload"])
     _check_load(path, raw["load"])
+    if (raw["workload"]["kind"] == "multi-turn-sessions") != (raw["load"]["arrival"] == "sessions"):
+        _fail(path, "load.arrival", "'sessions' goes with workload.kind multi-turn-sessions, and only with it")
     if (raw["workload"]["kind"] == "recorded-requests") != (raw["load"]["arrival"] == "recorded"):
         _fail(path, "load.arrival", "'recorded' goes with workload.kind recorded-requests, and only with it")
     _check_generator_input(path, raw["workload"], raw["load"])
