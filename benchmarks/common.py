@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime
 import math
 import os
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,29 @@ def print_rows(rows: list[Row]) -> None:
     for r in rows:
         print(f"| {r.group} | {r.metric} | {_fmt(r.value)} | {r.unit} | {r.target if r.target != 'report' else ''} "
               f"| {r.verdict} |")
+
+
+#: The record ``python -m benchmarks`` writes (one row per measured number, with the machine and the date).
+RESULTS = Path(__file__).resolve().parent / "results.csv"
+RESULT_COLUMNS = ("date", "machine", "mode", "group", "metric", "value", "unit", "target", "verdict")
+
+
+def write_rows(rows: list[Row], path: str | os.PathLike = RESULTS, *, mode: str = "full") -> Path:
+    """Write ``rows`` as the benchmark record ``path`` (:data:`RESULT_COLUMNS`), replacing the previous record:
+    today's date, the machine (:func:`smetric.machine.describe_machine`) and ``mode`` (``full`` or ``quick``)
+    on every row."""
+    from smetric.machine import describe_machine
+
+    path = Path(path)
+    stamp = {"date": datetime.date.today().isoformat(), "machine": describe_machine(), "mode": mode}
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=RESULT_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({**stamp, "group": r.group, "metric": r.metric, "value": f"{r.value:.10g}",
+                             "unit": r.unit, "target": "" if r.target == "report" else r.target,
+                             "verdict": r.verdict})
+    return path
 
 
 def run_main(doc: str, run, argv: list[str] | None = None) -> int:

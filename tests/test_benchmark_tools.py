@@ -94,3 +94,15 @@ def test_peers_found_and_their_command(tmp_path):
     assert blis.argv(tmp_path / "t.csv", tmp_path)[-1] == f"{tmp_path}/results.json"
     with pytest.raises(ValueError, match="Peer.name"):
         Peer("Vidur", ("x",), tmp_path, "v")
+
+
+def test_benchmark_record_has_machine_date_target_and_verdict(tmp_path):
+    from benchmarks.common import RESULT_COLUMNS, Row, write_rows
+
+    path = write_rows([Row("g", "wall", 0.5, "s", "<= 1.0"), Row("g", "rate", 1234.5678, "req/s")],
+                      tmp_path / "results.csv", mode="quick")
+    with path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == RESULT_COLUMNS and {r["mode"] for r in rows} == {"quick"}
+    assert rows[0]["target"] == "<= 1.0" and rows[0]["verdict"] == "ok" and rows[1]["target"] == ""
+    assert float(rows[1]["value"]) == 1234.5678 and rows[0]["machine"] and rows[0]["date"].startswith("20")

@@ -1,14 +1,15 @@
-"""The committed record agrees with itself: figure CSVs -> claims.csv -> the README's generated tables.
+"""The committed record agrees with itself: figure CSVs -> claims.csv -> the README's generated verdict table.
 
 Every comparative interval of ``figures/claims.csv`` (and of ``claims_second_row.csv``) is recomputed here
 from the committed per-seed figure CSVs with the figure modules' own claims functions, and the README's
-generated block must be exactly :func:`~smetric.experiments.claims.readme_tables` of those two files.
+generated block must be exactly :func:`~smetric.experiments.claims.summary_table` of ``claims.csv`` (the
+per-point tables of ``docs/results.md`` are checked with every other page, ``tests/test_docs_pages.py``).
 """
 
 import pandas as pd
 import pytest
 
-from smetric.experiments.claims import README_BEGIN, README_END, paper_claims, readme_tables, tidy_claims
+from smetric.experiments.claims import README_BEGIN, README_END, paper_claims, summary_table, tidy_claims
 from smetric.experiments.figure import csv_frames, figure_id, figure_modules
 from smetric.experiments.reproduce import repo_root
 
@@ -71,12 +72,11 @@ def test_descriptive_verdicts_follow_from_the_figure_csvs(recomputed):
     assert committed.loc[fresh.index, "band_source"].notna().all()  # every band has its source
 
 
-def test_readme_tables_are_generated_from_claims_csv():
+def test_readme_verdict_table_is_generated_from_claims_csv():
     text = (repo_root() / "README.md").read_text()
     block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
-    second = FIGURES / "claims_second_row.csv"
-    expected = readme_tables(pd.read_csv(FIGURES / "claims.csv"), pd.read_csv(second) if second.exists() else None)
-    assert block == "\n" + expected, "README result tables differ: run python -m smetric.experiments.claims --readme"
+    expected = summary_table(pd.read_csv(FIGURES / "claims.csv"))
+    assert block == "\n" + expected, "README verdict table differs: run python -m smetric.experiments.claims --readme"
 
 
 def test_claims_csv_is_tidy():

@@ -1,4 +1,4 @@
-"""Issue 24, "a reviewer's first hour": one test (or more) per finding, numbered as in the issue."""
+"""A new user's first hour: one test (or more) per pitfall a first reading of the README and a first run met."""
 
 import json
 import re
@@ -50,7 +50,7 @@ def _no_papermill_run(monkeypatch):
     monkeypatch.setattr(papermill, "execute_notebook", refuse)
 
 
-# ---- 1. -p names are checked before anything runs
+# ---- -p names are checked before anything runs
 def test_unknown_parameter_exits_2_with_the_list_and_a_suggestion(checkout, monkeypatch, capsys):
     _no_papermill_run(monkeypatch)
     assert main(["reproduce", "-p", "scal=3"]) == 2
@@ -102,7 +102,7 @@ def test_readme_perf_and_policies_commands_run(capsys):
             assert main(argv[1:]) == 0, argv
 
 
-# ---- 2. overrides never overwrite the record
+# ---- overrides never overwrite the record
 def test_override_runs_write_build_and_leave_the_record(checkout, capfd):
     committed = (checkout / "notebooks" / "fig90_tiny.ipynb").read_bytes()
     table = rp.reproduce(params={"scale": 3}, progress=False)
@@ -113,7 +113,7 @@ def test_override_runs_write_build_and_leave_the_record(checkout, capfd):
     assert "scale 3" in (checkout / "build" / "notebooks" / "fig90_tiny.ipynb").read_text()
 
 
-# ---- 8. no ZMQ warning
+# ---- no ZMQ warning
 def test_kernels_print_no_tcp_encryption_warning(checkout, capfd):
     table = rp.reproduce(quick=True, progress=False)
     assert table["ok"].all(), table["error"].tolist()
@@ -130,7 +130,7 @@ def test_a_plain_full_run_or_update_record_refreshes_the_record(checkout):
         rp.reproduce(quick=True, update_record=True, progress=False)
 
 
-# ---- 3. progress
+# ---- progress
 def test_sweeps_show_a_bar_unless_quick(monkeypatch, capsys):
     from smetric.experiments.sweep import sweep
 
@@ -185,7 +185,7 @@ def test_engine_cached_reads_numbas_index(monkeypatch):
     assert engine.engine_cached()
 
 
-# ---- 4. simulate: the figures' model in one flag, every default stated, rejections reported
+# ---- simulate: the figures' model in one flag, every default stated, rejections reported
 def _simulate_args(*extra):
     argv = ["simulate", "--trace", "azure-conv", "--policy", "smetric", *extra]
     return _build_parser(argv).parse_args(argv)
@@ -239,7 +239,7 @@ def test_rejections_are_counted_and_warned(tmp_path, capsys):
     assert len({line.index("  ", len(line) - len(line.lstrip())) for line in lines}) == 1  # one value column
 
 
-# ---- 5. synth makes the rate asked for
+# ---- synth makes the rate asked for
 def test_synth_defaults_give_the_requested_rate(tmp_path, capsys):
     out = tmp_path / "s.jsonl"
     assert main(["synth", "--out", str(out), "--format", "bailian", "--duration", "600",
@@ -250,7 +250,7 @@ def test_synth_defaults_give_the_requested_rate(tmp_path, capsys):
     assert n >= 0.9 * 14_400, message
 
 
-# ---- 6. dask: bokeh locked, the scheduler checked once with the flag named
+# ---- dask: bokeh locked, the scheduler checked once with the flag named
 def test_bokeh_is_locked_and_declared():
     lock = (ROOT / "requirements.lock").read_text()
     version = re.search(r"^bokeh==(\d+)\.(\d+)", lock, re.M)
@@ -283,7 +283,7 @@ def test_sweep_jobs_below_one_names_the_flag(capsys):
     assert "--sweep-jobs must be a positive integer" in capsys.readouterr().err
 
 
-# ---- 7. opening and saving a notebook in JupyterLab (jupytext's contents manager) changes nothing
+# ---- opening and saving a notebook in JupyterLab (jupytext's contents manager) changes nothing
 @pytest.mark.parametrize("book", NOTEBOOKS, ids=lambda p: p.stem)
 def test_open_and_save_through_jupytext_leaves_both_twins(book, tmp_path):
     from jupyter_client.kernelspec import get_kernel_spec
@@ -303,7 +303,7 @@ def test_open_and_save_through_jupytext_leaves_both_twins(book, tmp_path):
     assert after == before
 
 
-# ---- 9. small items
+# ---- small items
 def test_a_misspelled_policy_gets_a_suggestion():
     from smetric.policies.registry import get
 
@@ -324,7 +324,7 @@ def test_agent_workload_names_n_instances():
         agent_workload(n_instances=0, minutes=1)
 
 
-def test_readme_states_both_claude_code_counts_and_reuses():
-    text = (ROOT / "README.md").read_text()
-    row = next(line for line in text.splitlines() if line.startswith("| `claude-code` (trace)"))
-    assert "710" in row and "773" in row and "0.961" in row and "0.963" in row
+def test_model_page_states_both_claude_code_session_counts():
+    text = (ROOT / "docs" / "model.md").read_text()
+    para = next(p for p in text.split("\n\n") if p.startswith("**The real agent trace**"))
+    assert "710" in para and "773" in para and "63 sub-agents" in para

@@ -197,11 +197,11 @@ def test_targets_without_data_are_not_applicable():
     assert "**n/a**" in scoring.readme_tables(single)
 
 
-def test_readme_validation_block_is_generated_from_the_committed_csv():
+def test_validation_page_block_is_generated_from_the_committed_csv():
     from smetric.context import run_context
     from smetric.experiments.readme_blocks import read_block
 
     root = run_context().root
-    block = read_block(root / "README.md", scoring.README_BEGIN, scoring.README_END)
+    block = read_block(root / "docs" / "validation.md", scoring.README_BEGIN, scoring.README_END)
     frame = pd.read_csv(root / "figures" / "fig16_real_clusters.csv")
     assert block.strip() == scoring.readme_tables(frame).strip()

@@ -5,8 +5,9 @@ descriptive claim the band that counts as reproduced with its source). A figure 
 :func:`record_claims` with what it measured; the rows land in ``figures/<figure>_claims.csv`` (one row per
 claim, a multi-point claim's numbers ``/``-joined). :func:`collect_claims` joins every such file with the
 paper's table into the **tidy** ``figures/claims.csv``: one row per claim point (:data:`TIDY_COLUMNS`,
-numeric columns numeric; :func:`~smetric.experiments.verdicts.point_table`). The README's result tables are
-generated from it (:func:`render_readme`, ``python -m smetric.experiments.claims --readme``). The claims are
+numeric columns numeric; :func:`~smetric.experiments.verdicts.point_table`). The README's verdict table, one row
+per claim, is generated from it (:func:`summary_table`, :func:`render_readme`, ``python -m smetric.experiments.claims
+--readme``), and so are the per-point tables of ``docs/results.md`` (:func:`readme_tables`). The claims are
 judged on each figure's main workload; the same rules applied to the real agent trace of a figure's second
 row (``<figure name>_second_row_claims.csv``, :mod:`smetric.experiments.workload_rows`) are joined by
 :func:`collect_row_claims` into ``figures/claims_second_row.csv`` (tidy alike).
@@ -43,7 +44,8 @@ from .verdicts import (
 
 __all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "TIDY_COLUMNS", "README_BEGIN", "README_END",
            "paper_claims", "paper_value", "claim_band", "band_verdict", "record_claims", "tidy_claims",
-           "collect_claims", "collect_row_claims", "readme_tables", "render_readme", "recompute_claims"]
+           "collect_claims", "collect_row_claims", "readme_tables", "summary_table", "render_readme",
+           "recompute_claims"]
 
 #: Verdicts a claims row may carry: the interval rules' (comparative claims) and the band rules' (the rest).
 VERDICTS = VERDICT_ORDER + (UNDETERMINED, "not reproduced")
@@ -258,15 +260,39 @@ def readme_tables(claims: pd.DataFrame, second_row: pd.DataFrame | None = None) 
     return "\n".join(out) + "\n"
 
 
+def _measured_text(points: pd.DataFrame) -> str:
+    """What a claim's points measured, in a few words: the gain and interval of one point, the range of the gains
+    of several, a descriptive claim's band."""
+    first = points.iloc[0]
+    if pd.isna(first["ci_low"]):
+        return "" if pd.isna(first.get("band_low")) else f"band [{first['band_low']:g}, {first['band_high']:g}]"
+    vs = ", ".join(points["comparator"].dropna().astype(str).unique())
+    if len(points) == 1:
+        return f"{_pct(first['gain_mean'])} % [{_pct(first['ci_low'])}, {_pct(first['ci_high'])}] vs {vs}"
+    return (f"{len(points)} points, {_pct(points['gain_mean'].min())} … {_pct(points['gain_mean'].max())} % "
+            f"vs {vs}")
+
+
+def summary_table(claims: pd.DataFrame) -> str:
+    """The README's verdict table (markdown), one row per claim of the tidy ``claims.csv``: the figure, the
+    paper's wording and value, what was measured (:func:`_measured_text`) and the claim's verdict (its weakest
+    point's)."""
+    lines = ["| claim | fig | the paper says | paper | measured (gain % [95 % CI]) | verdict |",
+             "|---|---|---|---|---|---|"]
+    for claim_id, points in claims.groupby("claim_id", sort=False):
+        r = points.iloc[0]
+        lines.append(f"| {claim_id} | {r['figure'][3:]} | {str(r['wording']).replace('|', '/')} | {r['paper_value']} "
+                     f"| {_measured_text(points)} | {_bold(r['claim_verdict'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def render_readme(readme: str | Path | None = None, figures: str | Path | None = None) -> bool:
-    """Rewrite the README's block between :data:`README_BEGIN` and :data:`README_END` with :func:`readme_tables`
-    of ``figures/claims.csv`` (and ``claims_second_row.csv``); returns True when the file changed."""
+    """Rewrite the README's block between :data:`README_BEGIN` and :data:`README_END` with :func:`summary_table`
+    of ``figures/claims.csv``; returns True when the file changed."""
     ctx = run_context()
     path = Path(readme) if readme is not None else ctx.root / "README.md"
     out = Path(figures) if figures is not None else figures_dir()
-    second = out / "claims_second_row.csv"
-    block = readme_tables(pd.read_csv(out / "claims.csv"), pd.read_csv(second) if second.exists() else None)
-    return rewrite_block(path, README_BEGIN, README_END, block)
+    return rewrite_block(path, README_BEGIN, README_END, summary_table(pd.read_csv(out / "claims.csv")))
 
 
 def recompute_claims(figures: str | Path | None = None) -> list[str]:
@@ -300,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m smetric.experiments.claims", description=main.__doc__)
     ap.add_argument("--recompute", action="store_true",
                     help="re-derive every figure's claims from its committed CSV, then rewrite claims.csv")
-    ap.add_argument("--readme", action="store_true", help="rewrite the README's generated result tables")
+    ap.add_argument("--readme", action="store_true", help="rewrite the README's generated verdict table")
     args = ap.parse_args(argv)
     if args.recompute:
         print("recomputed:", ", ".join(recompute_claims()))

@@ -35,8 +35,8 @@ import pandas as pd
 
 from ..context import ENV, run_context
 
-__all__ = ["NotebookRun", "check_parameters", "check_scheduler", "discover", "parse_parameter", "reproduce",
-           "repo_root", "shared_cluster", "strip_volatile"]
+__all__ = ["NotebookRun", "check_parameters", "check_scheduler", "discover", "parse_parameter", "record_runtimes",
+           "reproduce", "repo_root", "shared_cluster", "strip_volatile"]
 
 
 def repo_root() -> Path:
@@ -230,11 +230,14 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
     (``figures/`` and the notebooks written back) is refreshed by a plain full run, or by any full run with
     ``update_record``; a run with ``params`` otherwise writes its figures to ``build/figures/`` (unless
     ``SMETRIC_FIGURES`` says otherwise). ``write_back=False`` never writes notebooks back. The runtime table
-    is also written to ``build/runtimes.csv``, and the figures' claim verdicts are joined into ``claims.csv``
-    beside the figures.
+    is also written to ``build/runtimes.csv`` (a record run keeps it in ``figures/runtimes.csv``:
+    :func:`record_runtimes`), the figures' claim verdicts are joined into ``claims.csv`` beside the figures, and a
+    record run into ``figures/`` regenerates the README's and ``docs/``'s generated blocks
+    (:func:`smetric.docs_pages.write`).
     """
     from tqdm.auto import tqdm
 
+    start = time.perf_counter()
     params = dict(params or {})
     context = run_context(root=root, quick=quick)
     if update_record and context.quick:
@@ -268,14 +271,36 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
 
         collect_claims(context.figures())  # claims.csv: the paper's claims with every verdict recorded so far
         collect_row_claims(context.figures())  # claims_second_row.csv: the same rules on the real trace
-        if record:  # the record's README tables are generated from the claims it wrote
-            from .claims import render_readme
-
-            render_readme(context.root / "README.md", context.figures())
-            if (context.figures() / "fig16_real_clusters.csv").exists():
-                from .realcluster.scoring import render_readme as render_validation
-
-                render_validation(context.root / "README.md", context.figures())
     table = pd.DataFrame([r.__dict__ for r in runs])
     table.to_csv(context.build_dir / "runtimes.csv", index=False)
+    if record:
+        record_runtimes(table, time.perf_counter() - start if only is None else None, context.figures())
+        if (context.data_dir / "paper_claims.csv").exists() and context.figures() == context.root / "figures":
+            from ..docs_pages import write as write_docs
+
+            write_docs(context.root)  # the README's and docs/'s tables describe the record just written
     return table
+
+
+def record_runtimes(table: pd.DataFrame, total_s: float | None, figures: Path) -> Path:
+    """Keep each notebook's seconds of this run (``table``: figure, seconds, ok) in ``figures/runtimes.csv``, one row
+    per (machine, notebook), replacing this machine's earlier rows for those notebooks; ``total_s`` (a run of every
+    notebook) is kept as the notebook ``(all)``. The README's run-time line and the performance page are generated
+    from this file."""
+    import datetime
+
+    from ..machine import describe_machine
+
+    path = Path(figures) / "runtimes.csv"
+    machine, today = describe_machine(), datetime.date.today().isoformat()
+    rows = [{"date": today, "machine": machine, "notebook": r.figure, "seconds": round(r.seconds, 1)}
+            for r in table.itertuples() if r.ok]
+    if total_s is not None:
+        rows.append({"date": today, "machine": machine, "notebook": "(all)", "seconds": round(total_s, 1)})
+    new = pd.DataFrame(rows, columns=["date", "machine", "notebook", "seconds"])
+    if path.exists():
+        old = pd.read_csv(path)
+        keep = ~((old["machine"] == machine) & old["notebook"].isin(new["notebook"]))
+        new = pd.concat([old[keep], new], ignore_index=True)
+    new.to_csv(path, index=False)
+    return path
