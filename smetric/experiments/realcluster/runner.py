@@ -147,13 +147,17 @@ def _key(spec: ExperimentSpec, label: str, quick: bool, seed: int, engine=None) 
 
 
 def _run_summary(spec: ExperimentSpec, requests: pd.DataFrame) -> dict[str, float]:
-    """One run's metrics over the measured stages (pooled, or the mean of the per-stage metrics)."""
-    if spec.summary == "stage-mean":  # the report's summary row is the mean of its per-stage rows
-        per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness, spec.client_output_mean)
-                     for k in spec.measured_stages]
-        return {m: float(np.mean([v[m] for v in per_stage])) for m in per_stage[0]}
-    return harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness,
-                           spec.client_output_mean)
+    """One run's metrics over the measured stages, each by its rule (:meth:`ExperimentSpec.summary_of`): pooled
+    over the stages' requests, or the mean of the per-stage metrics (a report's summary row as the mean of its
+    per-stage rows)."""
+    pooled = harness_metrics(requests[requests["stage"].isin(spec.measured_stages)], spec.harness,
+                             spec.client_output_mean)
+    if all(spec.summary_of(m) != "stage-mean" for m in pooled):
+        return pooled
+    per_stage = [harness_metrics(requests[requests["stage"] == k], spec.harness, spec.client_output_mean)
+                 for k in spec.measured_stages]
+    return {m: float(np.mean([v[m] for v in per_stage])) if spec.summary_of(m) == "stage-mean" else pooled[m]
+            for m in pooled}
 
 
 def run_metrics(spec: ExperimentSpec, label: str, *, quick: bool = False, cache: dict | None = None,

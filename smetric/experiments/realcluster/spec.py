@@ -31,6 +31,8 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   are -- their output tok/s and TTFT are the means of their per-QPS rows; ``seed-mean``: the mean of per-run
   metrics over independent cold runs, one per trace seed, as a report of mean +- s.d. over seeds is) and ``seeds``
   (the trace seed of each run, each replacing ``workload.seed``; given exactly when the summary is ``seed-mean``).
+  ``summary`` may instead map metrics to ``pooled`` / ``stage-mean`` (``{output_tps: stage-mean, default: pooled}``)
+  where a report's summary row mixes the two, as llm-d's do.
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
@@ -71,6 +73,8 @@ HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving", "r
 ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
 ARRIVALS = ("poisson", "constant", "concurrency", "recorded", "sessions")
 SUMMARIES = ("pooled", "stage-mean", "seed-mean")
+#: The rules a per-metric ``load.summary`` mapping may give a metric (or its ``default``).
+STAGE_SUMMARIES = ("pooled", "stage-mean")
 LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary", "seeds")
 
 
@@ -149,8 +153,19 @@ class ExperimentSpec:
     def summary(self) -> str:
         """``pooled``: metrics over the measured stages' requests together; ``stage-mean``: the mean of each
         measured stage's metrics (the llm-d reports' summary rows are the mean of their per-QPS rows);
-        ``seed-mean``: the mean of per-run metrics over the runs of :meth:`run_seeds`."""
-        return str(self.load.get("summary", "pooled"))
+        ``seed-mean``: the mean of per-run metrics over the runs of :meth:`run_seeds`; ``per-metric``: a mapping
+        (:meth:`summary_of`)."""
+        summary = self.load.get("summary", "pooled")
+        return "per-metric" if isinstance(summary, Mapping) else str(summary)
+
+    def summary_of(self, metric: str) -> str:
+        """The rule that summarises ``metric`` over the measured stages: the spec's one rule, or with a mapping
+        (``load.summary: {output_tps: stage-mean, default: pooled}``) the metric's own, else its ``default``
+        (``pooled`` when absent)."""
+        summary = self.load.get("summary", "pooled")
+        if isinstance(summary, Mapping):
+            return str(summary.get(metric, summary.get("default", "pooled")))
+        return str(summary)
 
     def run_seeds(self, quick: bool = False) -> list[int]:
         """The trace seed of each independent run: ``load.seeds`` (quick mode: the first only), else
@@ -261,8 +276,16 @@ def _check_load(path, load: Mapping) -> None:
             if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < len(stages):
                 _fail(path, "load.measured_stages",
                       f"stage {s!r} is not an index of load.stages (0..{len(stages) - 1})")
-    if load.get("summary", "pooled") not in SUMMARIES:
-        _fail(path, "load.summary", f"must be one of {', '.join(SUMMARIES)}, got {load['summary']!r}")
+    summary = load.get("summary", "pooled")
+    if isinstance(summary, Mapping):
+        for metric, rule in summary.items():
+            if metric != "default" and metric not in METRICS:
+                _fail(path, f"load.summary.{metric}", f"unknown metric; known: default, {', '.join(METRICS)}")
+            if rule not in STAGE_SUMMARIES:
+                _fail(path, f"load.summary.{metric}", f"must be one of {', '.join(STAGE_SUMMARIES)}, got {rule!r}")
+    elif summary not in SUMMARIES:
+        _fail(path, "load.summary", f"must be one of {', '.join(SUMMARIES)} or a mapping metric -> rule, "
+              f"got {summary!r}")
     if ("seeds" in load) != (load.get("summary") == "seed-mean"):
         _fail(path, "load.seeds", "runs over trace seeds need both load.seeds and load.summary: seed-mean")
     if "seeds" in load:
