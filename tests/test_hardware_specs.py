@@ -30,6 +30,9 @@ PUBLISHED = {
     "qwen3-235b-a22b": (235.0, 22.0),
     "opt-13b": (12.9, None),
     "opt-66b": (65.7, None),
+    # OpenAI's gpt-oss model card: 116.83B total, 5.13B active, which leaves out the 0.58B input embedding (a
+    # lookup, counted in every other row's active size)
+    "gpt-oss-120b": (116.83, 5.13 + 0.58),
 }
 
 

@@ -32,6 +32,11 @@ class ModelSpec:
         qk_norm: per-head RMSNorm on Q and K (Qwen3). learned_positions: learned position
             embedding table of ``max_positions + 2`` rows (OPT).
         max_positions: longest context the model supports natively (``max_position_embeddings``).
+        sliding_layers, sliding_window: layers whose attention sees only the last ``sliding_window`` tokens
+            (gpt-oss alternates them with full-attention layers; 0 = none). An approximation: such a layer's
+            KV (at most ``sliding_window`` tokens per sequence) and its attention over the window are left out
+            of :attr:`kv_bytes_per_token` and :attr:`attn_flops_per_token_ctx`, which count the
+            full-attention layers only.
     """
 
     name: str
@@ -54,6 +59,8 @@ class ModelSpec:
     gated_mlp: bool = True
     qk_norm: bool = False
     learned_positions: bool = False
+    sliding_layers: int = 0
+    sliding_window: int = 0
 
     def __post_init__(self) -> None:
         for f in ("layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "max_positions"):
@@ -62,6 +69,9 @@ class ModelSpec:
         if self.heads % self.kv_heads:
             raise ValueError(f"model {self.name!r}: heads ({self.heads}) must be a multiple of "
                              f"kv_heads ({self.kv_heads})")
+        if not 0 <= self.sliding_layers < self.layers or (self.sliding_layers > 0) != (self.sliding_window > 0):
+            raise ValueError(f"model {self.name!r}: needs 0 <= sliding_layers < layers, and a sliding_window > 0 "
+                             f"exactly when sliding_layers > 0 (got {self.sliding_layers}, {self.sliding_window})")
         if self.is_moe:
             if not 0 < self.active_experts <= self.experts or self.expert_ffn <= 0:
                 raise ValueError(f"model {self.name!r}: MoE needs 0 < active_experts <= experts and expert_ffn > 0")
@@ -171,14 +181,19 @@ class ModelSpec:
         return self.vocab * self.hidden
 
     @property
+    def full_attention_layers(self) -> int:
+        """Layers attending to the whole context (all but the sliding-window ones)."""
+        return self.layers - self.sliding_layers
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """bf16 K and V bytes one token occupies across all layers: ``2 * L * n_kv * d * 2``."""
-        return 2 * self.layers * self.kv_dim * BYTES_BF16
+        """bf16 K and V bytes one token occupies across the full-attention layers: ``2 * L_full * n_kv * d * 2``."""
+        return 2 * self.full_attention_layers * self.kv_dim * BYTES_BF16
 
     @property
     def attn_flops_per_token_ctx(self) -> int:
-        """Attention FLOPs of one query token against one context token, all layers: ``4 * L * n_h * d``."""
-        return 4 * self.layers * self.q_dim
+        """Attention FLOPs of one query token against one context token, full-attention layers: ``4 * L_full * n_h * d``."""
+        return 4 * self.full_attention_layers * self.q_dim
 
     @property
     def l_eq(self) -> float:
@@ -187,7 +202,7 @@ class ModelSpec:
         ``active_layer_params / (2 * layers * heads * head_dim)``; embeddings and the LM head are
         left out because a prefill token does not pass through the LM head.
         """
-        return self.active_layer_params / (2.0 * self.layers * self.q_dim)
+        return self.active_layer_params / (2.0 * self.full_attention_layers * self.q_dim)
 
 
 def _llama(name, hf, layers, hidden, heads, kv, ffn, vocab, max_pos):
@@ -246,6 +261,13 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
               131072),
     # https://huggingface.co/01-ai/Yi-34B/blob/main/config.json
     _llama("yi-34b", "01-ai/Yi-34B", 60, 7168, 56, 8, 20480, 64000, 4096),
+    # https://huggingface.co/openai/gpt-oss-120b/blob/main/config.json: 36 layers alternating sliding_attention
+    # (window 128) and full_attention (layer_types), 128 local experts, experts_per_token 4, intermediate_size 2880,
+    # head_dim 64, attention_bias true (Q/K/V/O; the O bias, the experts' and the router's biases and the attention
+    # sinks, < 0.05 % of the weights, are not counted), untied embeddings; quantization_config mxfp4 for the experts
+    # only (self_attn, router, embed_tokens, lm_head kept bf16): run it with weight_dtype "mxfp4"
+    _moe("gpt-oss-120b", "openai/gpt-oss-120b", 36, 2880, 64, 8, 64, 201088, 131072, 128, 4, 2880, qkv_bias=True,
+         sliding_layers=18, sliding_window=128),
     _opt("opt-13b", "facebook/opt-13b", 40, 5120, 40, 20480),
     _opt("opt-66b", "facebook/opt-66b", 64, 9216, 72, 36864),
 )}

@@ -18,7 +18,9 @@ router stay bf16, as in vLLM's FP8 quantisation -- and run their GEMMs at the GP
 FP8 tensor cores (W8A8), else at the bf16 peak (weight-only W8A16, vLLM's FP8 Marlin path), at the same
 fraction of peak as bf16 (an assumption: no FP8 GEMM profile here). ``fp8`` KV halves the KV bytes per
 token: HBM capacity, decode KV reads and transfer bytes (vLLM ``kv_cache_dtype=fp8``); attention compute
-stays at the bf16 rate. Sources: ``data/perf/README.md``.
+stays at the bf16 rate. ``mxfp4`` weights (gpt-oss) store only the routed experts in 4.25 bits (the rest
+stays bf16, as its checkpoint's ``modules_to_not_convert``) and run at the bf16 peak (weight-only, no FP4
+tensor cores on Hopper); KV cannot be mxfp4. Sources: ``data/perf/README.md``.
 
 Efficiencies come from :mod:`smetric.hardware.efficiency` (calibrated per GPU). The Python methods
 evaluate these terms directly; :meth:`PerfModel.coefficients` folds them into the vector consumed by
@@ -64,7 +66,9 @@ __all__ = ["PerfModel", "ContextRangeWarning", "CUDA_CONTEXT_BYTES", "DTYPES"]
 CUDA_CONTEXT_BYTES = 1 * 2**30
 
 # Storage precisions of weights and KV cache -> bytes per element.
-DTYPES = {"bf16": 2, "fp8": 1}
+# mxfp4: 4-bit values plus one 8-bit scale per 32 (OCP Microscaling Formats v1.0 spec, MXFP4 block size 32):
+# 4.25 bits per weight, as gpt-oss's model card counts its MoE weights; a weight-only dtype
+DTYPES = {"bf16": 2, "fp8": 1, "mxfp4": 4.25 / 8}
 
 
 class ContextRangeWarning(UserWarning):
@@ -125,6 +129,8 @@ class PerfModel:
         for name in ("weight_dtype", "kv_dtype"):
             if getattr(self, name) not in DTYPES:
                 raise ValueError(f"{name} must be one of {sorted(DTYPES)}, got {getattr(self, name)!r}")
+        if self.kv_dtype == "mxfp4":
+            raise ValueError("kv_dtype 'mxfp4' is a weight-only format; use bf16 or fp8")
         object.__setattr__(self, "_terms", self._fold_terms())
 
     # ---------------------------------------------------------------- sizes
@@ -141,9 +147,12 @@ class PerfModel:
     def _layer_weight_bytes(self) -> tuple[float, float]:
         """Bytes of one layer's dense weights (attention, norms, dense MLP or MoE router) and of its routed experts."""
         m, wb = self.model, DTYPES[self.weight_dtype]
+        experts = m.expert_params * wb
+        if self.weight_dtype == "mxfp4":  # experts only
+            wb = BYTES_BF16
         mlp_rest = m.mlp_params - m.expert_params  # the whole MLP of a dense model, the router of an MoE one
         dense = m.attn_params * wb + m.norm_params * BYTES_BF16 + mlp_rest * (BYTES_BF16 if m.is_moe else wb)
-        return float(dense), float(m.expert_params * wb)
+        return float(dense), float(experts)
 
     @property
     def weight_bytes_per_gpu(self) -> float:
