@@ -63,7 +63,7 @@ def test_shipped_specs_load_and_cover_the_reference_experiments():
     (lambda d: d["cluster"].update(gpu="z100"), "cluster.gpu", "unknown GPU"),
     (lambda d: d["cluster"].update(tp=0), "cluster.tp", "must be > 0"),
     (lambda d: d["cluster"].update(gpu_memory_utilization=1.5), "cluster.gpu_memory_utilization", "(0, 1]"),
-    (lambda d: d["cluster"].update(engine="trt-llm"), "cluster.engine", "unknown engine family"),
+    (lambda d: d["cluster"].update(engine="trt-llm"), "cluster.engine", "unknown engine 'trt-llm'; known rows"),
     (lambda d: d["workload"].update(kind="sharegpt"), "workload.kind", "unknown generator"),
     (lambda d: d["load"].update(arrival="burst"), "load.arrival", "must be one of"),
     (lambda d: d["load"]["stages"][0].update(rate=-1), "load.stages[0].rate", "must be > 0"),

@@ -7,8 +7,8 @@ rel_error, blis_error``. Everything else -- router ratios, rankings, the targets
 **Targets** (stated before any replay; a benchmark, not a tuned quantity), each ``met`` or ``missed``:
 
 * ``ranking``: in every multi-router experiment every pair of routers is ordered by the model as by the measured
-  output throughput (total where only that is published); a pair measured less than :data:`RANK_TIE` (5 %) apart
-  is a tie, and either predicted order counts as right (a single real run cannot order routers closer than its
+  output throughput (total tokens/s, else requests/s, where only that is published); a pair measured less than
+  :data:`RANK_TIE` (5 %) apart is a tie, and either predicted order counts as right (a single real run cannot order routers closer than its
   own noise);
 * ``router_ratios``: the median |predicted / measured - 1| of every router's ratio to its experiment's baseline
   router (output or total tok/s, TTFT p90) is <= 15 %;
@@ -94,12 +94,13 @@ def _tied(a: float, b: float) -> bool:
 
 
 def ranking_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per multi-router experiment: measured and predicted order by throughput, Kendall's tau, the router pairs
+    """Per multi-router experiment: measured and predicted order by throughput (output, else total tokens/s, else
+    requests/s: the first published for two routers or more), Kendall's tau, the router pairs
     measured within :data:`RANK_TIE` (``ties``: either order is right) and how many pairs the model orders right."""
     pub = _published(df)
     rows = []
     for exp, g in pub.groupby("experiment", sort=False):
-        metric = next((m for m in ("output_tps", "total_tps") if (g["metric"] == m).sum() >= 2), None)
+        metric = next((m for m in THROUGHPUT if (g["metric"] == m).sum() >= 2), None)
         if metric is None:
             continue
         m = g[g["metric"] == metric]
