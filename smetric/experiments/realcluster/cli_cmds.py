@@ -20,6 +20,10 @@ def register_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="every stage scaled to 10 %% of its duration/requests (tests; not comparable with the "
                              "published numbers)")
+    parser.add_argument("--engine", metavar="ROW[:FIELD=VALUE,...]",
+                        help="replay every spec with this serving-stack row (data/perf/serving_stack.json) instead "
+                             "of the one its cluster.engine selects, fields optionally replaced (what-if and "
+                             "one-mechanism-at-a-time studies, e.g. legacy:first_token_lag_iterations=1)")
     parser.add_argument("--out", metavar="DIR",
                         help="also write errors.csv (every predicted metric), ratios.csv, rankings.csv, targets.csv")
 
@@ -35,6 +39,14 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print(f"smetric validate: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
+    if args.engine is not None:
+        from ...cluster.serving_stack import parse
+
+        try:
+            parse(args.engine)
+        except ValueError as exc:
+            print(f"smetric validate: --engine: {exc}", file=sys.stderr)
+            return 2
     paths = list(args.specs)
     if args.all or not paths:
         paths += [str(p) for p in spec_paths()]
@@ -43,7 +55,8 @@ def run_validate(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(f"smetric validate: {exc}", file=sys.stderr)
         return 2
-    predicted = predict_all(specs, quick=args.quick, jobs=args.jobs, progress=sys.stderr.isatty())
+    predicted = predict_all(specs, quick=args.quick, jobs=args.jobs, progress=sys.stderr.isatty(),
+                            engine=args.engine)
     frame = scoring.error_frame(specs, predicted)
     errors = frame[frame["measured"].notna()][["experiment", "router", "metric", "measured", "predicted", "rel_error"]]
     ratios, rankings, targets = scoring.ratio_table(frame), scoring.ranking_table(frame), scoring.targets(frame)

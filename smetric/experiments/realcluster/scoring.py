@@ -8,8 +8,8 @@ rel_error, blis_error``. Everything else -- router ratios, rankings, the targets
 
 * ``ranking``: in every multi-router experiment every pair of routers is ordered by the model as by the measured
   output throughput (total tokens/s, else requests/s, where only that is published); a pair measured less than
-  :data:`RANK_TIE` (5 %) apart is a tie, and either predicted order counts as right (a single real run cannot order routers closer than its
-  own noise);
+  :data:`RANK_TIE` (5 %) apart is a tie, and either predicted order counts as right (a single real run cannot
+  order routers closer than its own noise);
 * ``router_ratios``: the median |predicted / measured - 1| of every router's ratio to its experiment's baseline
   router (output or total tok/s, TTFT p90) is <= 15 %;
 * ``throughput``, ``e2e``, ``itl``: median |relative error| <= 10 % for throughput (output, total, request rates),

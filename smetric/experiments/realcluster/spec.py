@@ -14,8 +14,8 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
 
 * ``cluster.kv_tokens``: HBM KV tokens per instance as measured (``null`` = the performance model's estimate);
   ``cpu_offload``: host-DRAM KV tier per instance in GB (``0``/``false`` = none); ``engine``: the serving engine
-  and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``), which selects the engine behaviours of
-  :data:`ENGINE_BEHAVIOURS`.
+  and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``) or a row name of ``data/perf/serving_stack.json``: it
+  selects the family's behaviours of :data:`ENGINE_BEHAVIOURS` and the serving-stack row of that version.
 * ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names);
   ``recorded-requests`` replays a recorded run (``params: {bundle: FOLDER}``, relative to ``data/validation``;
   :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
@@ -185,9 +185,12 @@ class ExperimentSpec:
         return str(self.source.get("baseline", list(self.routers)[-1]))
 
     def engine_behaviour(self) -> dict:
-        """ClusterConfig fields the serving engine (``cluster.engine``) selects."""
+        """ClusterConfig fields the serving engine (``cluster.engine``) selects: its family's KV allocation and the
+        serving-stack row of its version (:mod:`smetric.cluster.serving_stack`)."""
+        from ...cluster.serving_stack import resolve
+
         family = str(self.cluster["engine"]).split("-")[0].lower()
-        return dict(ENGINE_BEHAVIOURS.get(family, {}))
+        return {**ENGINE_BEHAVIOURS.get(family, {}), "engine": resolve(self.cluster["engine"])}
 
 
 def _check_cluster(path, cluster: Mapping) -> None:
@@ -214,9 +217,12 @@ def _check_cluster(path, cluster: Mapping) -> None:
     for key in ("weight_dtype", "kv_dtype"):
         if not isinstance(cluster[key], str) or cluster[key] not in DTYPES:
             _fail(path, f"cluster.{key}", f"must be one of {sorted(DTYPES)}, got {cluster[key]!r}")
-    family = str(cluster["engine"]).split("-")[0].lower()
-    if family not in ENGINE_BEHAVIOURS:
-        _fail(path, "cluster.engine", f"unknown engine family {family!r}; known: {sorted(ENGINE_BEHAVIOURS)}")
+    from ...cluster.serving_stack import resolve
+
+    try:
+        resolve(cluster["engine"])
+    except ValueError as exc:
+        _fail(path, "cluster.engine", str(exc))
 
 
 def _check_workload(path, workload: Mapping) -> None:
