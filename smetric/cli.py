@@ -1,6 +1,6 @@
-"""The ``smetric`` command line: reproduce, simulate, validate, policies, characterize, synth, perf.
+"""The ``smetric`` command line: reproduce, simulate, validate, calibrate, policies, characterize, synth, perf.
 
-Each subcommand lives in its domain's ``cli_cmds`` module (``register_<name>`` adds its arguments,
+Each subcommand lives in a module of its domain, mostly ``cli_cmds`` (``register_<name>`` adds its arguments,
 ``run_<name>`` runs it) and is listed in ``_COMMANDS``. Only the chosen subcommand's module is
 imported, so ``smetric simulate`` loads the engine but not the figure or synthetic-workload code.
 """
@@ -23,6 +23,8 @@ _COMMANDS = {
     "policies": ("smetric.policies.cli_cmds", "list the routing policies and their parameters"),
     "simulate": ("smetric.cluster.cli_cmds", "replay a trace on a simulated cluster with a routing policy"),
     "validate": ("smetric.experiments.realcluster.cli_cmds", "replay published real-cluster runs, score the errors"),
+    "calibrate": ("smetric.experiments.realcluster.calibrate",
+                  "fit the parameters without a public source on the training runs (data/calibration/)"),
 }
 
 # Commands that run without numba's optional extras (coverage, cffi, SciPy's BLAS: smetric.optional_imports),

@@ -160,9 +160,12 @@ def fit_all(write: bool = True, path: str | Path | None = None) -> dict[str, Eff
                                            f"fit: {note}; everything else from {base} ({fitted[base].source})"))
     if write:
         out = Path(path) if path is not None else efficiency_path()
+        # what `smetric calibrate` may fit is declared by hand, not by this fit: kept as it is
+        fittable = json.loads(out.read_text()).get("fittable") if out.is_file() else None
         payload = {
             "note": "fitted by smetric.hardware.calibration.fit_all() from data/perf/profiles; "
                     "GPUs missing here borrow from smetric.hardware.efficiency.TRANSFERRED_FROM",
+            **({"fittable": fittable} if fittable is not None else {}),
             "gpus": {gpu: eff.to_dict() for gpu, eff in fitted.items()},
         }
         out.write_text(json.dumps(payload, indent=1) + "\n")
