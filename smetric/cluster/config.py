@@ -33,6 +33,7 @@ GB = 1e9  # bytes per GB (decimal, as link and memory vendors count)
 MODES = ("colocated", "disaggregated")
 REPLAYS = ("open", "closed")
 KV_ALLOCATIONS = ("reserve", "incremental")
+DRAM_POLICIES = ("spill", "write-through")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -218,6 +219,10 @@ class ClusterConfig:
             25k-token agent prompt while a prefix hit loses < 256 tokens to rounding.
         dram_gb, dram_bandwidth_gbs: per-instance host-DRAM KV tier (0 GB = none) and its PCIe
             bandwidth (25 GB/s ~ PCIe Gen4 x16 achieved).
+        dram_policy: what enters the DRAM tier. ``"spill"``: blocks evicted from HBM (an LMCache-style
+            local CPU backend fed by evictions); ``"write-through"``: every prompt block as its prefill
+            completes, and nothing at eviction (vLLM's ``OffloadingConnector``, which stores computed
+            blocks to CPU and loads them back on a GPU miss). See the engine's "Eviction order".
         global_store: the cluster-wide KV store, or None.
         kv_load_overlap: True = a request loading KV waits while the instance keeps iterating on
             others; False = the load time is added to the iteration that admits the request.
@@ -280,6 +285,7 @@ class ClusterConfig:
     block_size: int = 256
     dram_gb: float = 0.0
     dram_bandwidth_gbs: float = 25.0
+    dram_policy: str = "spill"
     global_store: GlobalStore | None = None
     kv_load_overlap: bool = True
     pd_bandwidth_gbs: float = 50.0
@@ -325,6 +331,8 @@ class ClusterConfig:
         _positive_int("block_size", self.block_size)
         _non_negative("dram_gb", self.dram_gb)
         _positive("dram_bandwidth_gbs", self.dram_bandwidth_gbs)
+        _require(self.dram_policy in DRAM_POLICIES,
+                 f"dram_policy must be one of {DRAM_POLICIES}, got {self.dram_policy!r}")
         _require(self.global_store is None or isinstance(self.global_store, GlobalStore),
                  f"global_store must be a GlobalStore or None, got {self.global_store!r}")
         _require(isinstance(self.kv_load_overlap, bool),

@@ -100,9 +100,9 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    order); one that does not fit is skipped and admission goes on with the next. Their E[T] is the
    request's queued-prefill cost plus its decode estimate, fixed at its arrival (see "Estimators").
    Admitting looks up ``k1, k2, k3``, pins the ``k1`` HBM blocks,
-   touches its DRAM-hit blocks (tail first), evicts unpinned HBM blocks LRU-first (spilling them to
-   DRAM) until ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need``
-   blocks. It fits iff ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output
+   touches its DRAM-hit blocks (tail first; with ``write-through`` every block of ``0 .. k2 - 1`` that DRAM
+   holds), evicts unpinned HBM blocks LRU-first (spilling them to DRAM with ``spill``) until
+   ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need`` blocks. It fits iff ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output
    is reserved at admission (a simplification: vLLM allocates incrementally and preempts).
    Loads start now: DRAM-hit tokens over the instance's PCIe link, global-hit tokens over its store
    link (each link serialises: ``start = max(t, link_free)``, ``link_free = start + bytes / bw``; the
@@ -216,7 +216,14 @@ Eviction order. Unpinned blocks leave HBM least recently released first; because
 releases (and looks up) its blocks tail first, a prefix's head is always more recent than its tail,
 so every tier stays prefix-closed along every chain and a hit is a binary search (this engine) or
 a scan (the reference). DRAM and the global store are LRUs of their own with the same tail-first
-touches.
+touches. What enters DRAM is ``ClusterConfig.dram_policy``: ``spill`` -- an HBM-evicted block (after
+LMCache's local CPU backend fed by evictions); ``write-through`` -- every prompt block at its prefill
+completion, the whole prompt tail first right after it joins the HBM cache (already-held blocks are
+touched), and nothing at HBM eviction (after vLLM's ``OffloadingConnector``, which stores computed
+blocks to host memory and loads them back on a GPU miss). Under ``write-through`` DRAM is prefix-closed
+by itself (writes and admission touches both run tail first over whole prefixes); replies and the
+prompt blocks a preemption keeps are not written (approximations: the connector stores every full
+computed block), and writes cost no time (the connector's stores are asynchronous).
 
 Queued-prefill aggregates (``V_QUEUED_TOKENS/COST/ATTN``) are running sums of each routed
 request's remaining prefill: set at arrival (routing-time hit), at admission (real hit) and after
@@ -335,7 +342,7 @@ EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "coef", "params", "rand",
     "n", "n_instances", "n_routable", "disaggregated", "closed", "overlap", "max_num_seqs", "max_batched_tokens",
-    "block_size", "hbm_blocks", "dram_slots", "global_slots",
+    "block_size", "hbm_blocks", "dram_slots", "dram_write", "global_slots",
     "kv_bytes_per_token", "dram_bw", "global_bw", "global_latency", "pd_bw", "l_eq", "pid",
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
@@ -676,7 +683,8 @@ def _dram_touch(d, st, i, block):
 
 @njit(cache=True, _nrt=False)
 def _dram_spill(d, st, i, block):
-    """An HBM-evicted block enters this instance's DRAM tier (most recent), evicting its LRU block."""
+    """``block`` enters this instance's DRAM tier as its most recent block (one already there is only
+    touched), evicting its LRU block: an HBM eviction (``spill``) or a prompt write (``write-through``)."""
     if d.dram_slots == 0:
         return
     ds = st.dslot[i]
@@ -755,7 +763,8 @@ def _hbm_evict_lru(d, st, i):
     st.hfree[i, st.ii[i, II_NFREE]] = slot
     st.ii[i, II_NFREE] += 1
     st.ii[i, II_CACHED] -= 1
-    _dram_spill(d, st, i, block)
+    if not d.dram_write:
+        _dram_spill(d, st, i, block)
 
 
 @njit(cache=True, _nrt=False)
@@ -1025,7 +1034,8 @@ def _release(d, st, i, r, generated, t):
 
 @njit(cache=True, _nrt=False)
 def _cache_prompt(d, st, i, r, t):
-    """Prefill done: blocks from k1 on join the HBM cache (pinned); write-through to the store."""
+    """Prefill done: blocks from k1 on join the HBM cache (pinned); with ``write-through`` the whole prompt
+    enters DRAM (tail first); write-through to the store."""
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     for j in range(st.ri[r, RI_K1], blocks.shape[0]):
         slot = _hbm_slot(d, st, i, blocks[j])
@@ -1036,6 +1046,9 @@ def _cache_prompt(d, st, i, r, t):
         st.ii[i, II_PRIV] -= 1
         st.ri[r, RI_PRIV] -= 1
     st.ii[i, II_KV_VERSION] += 1
+    if d.dram_write:
+        for j in range(blocks.shape[0] - 1, -1, -1):
+            _dram_spill(d, st, i, blocks[j])
     _global_write_through(d, st, i, r, t, False)
 
 
@@ -1085,7 +1098,7 @@ def _admit(d, st, i, r, t, budget):
         return False, t
     for j in range(k1):
         _hbm_pin(d, st, i, _hbm_slot(d, st, i, blocks[j]))
-    for j in range(k2 - 1, k1 - 1, -1):
+    for j in range(k2 - 1, (0 if d.dram_write else k1) - 1, -1):
         _dram_touch(d, st, i, blocks[j])
     while st.ii[i, II_CACHED] + st.ii[i, II_PRIV] + need > d.hbm_blocks:
         _hbm_evict_lru(d, st, i)
@@ -2181,7 +2194,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         n_instances=int(inp.n_instances),
         n_routable=int(inp.n_routable), disaggregated=bool(inp.disaggregated), closed=bool(inp.closed),
         overlap=bool(inp.overlap), max_num_seqs=int(inp.max_num_seqs), max_batched_tokens=int(inp.max_batched_tokens),
-        block_size=int(inp.block_size), hbm_blocks=int(inp.hbm_blocks), dram_slots=int(d_cap), global_slots=int(gcap),
+        block_size=int(inp.block_size), hbm_blocks=int(inp.hbm_blocks), dram_slots=int(d_cap),
+        dram_write=bool(inp.dram_write), global_slots=int(gcap),
         kv_bytes_per_token=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
         global_latency=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
         reply_offsets=inp.reply_offsets, reply_ids=inp.reply_ids, reply_tokens=inp.reply_tokens,

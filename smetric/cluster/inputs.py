@@ -68,6 +68,7 @@ class EngineInput:
     max_batched_tokens: int
     hbm_blocks: int            # HBM KV blocks per instance
     dram_blocks: int           # host-DRAM KV blocks per instance (0 = no tier)
+    dram_write: bool           # ClusterConfig.dram_policy == "write-through" (False: spill)
     global_blocks: int         # global-store blocks (0 = no store, UNLIMITED = unbounded)
     kv_bytes_per_token: float
     dram_bw: float             # bytes/s
@@ -297,6 +298,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         overlap=cluster.kv_load_overlap, max_num_seqs=cluster.max_num_seqs,
         max_batched_tokens=cluster.max_batched_tokens, hbm_blocks=hbm_blocks,
         dram_blocks=_blocks_of(cluster.dram_gb, block_bytes) if cluster.dram_gb > 0 else 0,
+        dram_write=cluster.dram_policy == "write-through",
         global_blocks=global_blocks, kv_bytes_per_token=float(hw.kv_bytes_per_token),
         dram_bw=cluster.dram_bandwidth_gbs * GB,
         global_bw=(store.bandwidth_gbs * GB) if store is not None else 1.0,

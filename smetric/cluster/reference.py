@@ -163,6 +163,12 @@ class _Reference:
         return (*ks, *hs)
 
     def _spill(self, inst: _Inst, block: int) -> None:
+        """An HBM-evicted block enters DRAM under the ``spill`` policy only."""
+        if not self.inp.dram_write:
+            self._dram_put(inst, block)
+
+    def _dram_put(self, inst: _Inst, block: int) -> None:
+        """``block`` becomes DRAM's most recent block (entering it, LRU-evicting, if absent)."""
         if self.inp.dram_blocks == 0:
             return
         if block in inst.dram:
@@ -174,7 +180,8 @@ class _Reference:
                 inst.dram.popitem(last=False)
 
     def _cache_prompt(self, inst: _Inst, q: _Req, t: float) -> None:
-        """Prefill done: its computed/loaded blocks join the HBM cache; the prompt is written through."""
+        """Prefill done: its computed/loaded blocks join the HBM cache; the prompt is written through (to DRAM
+        with ``write-through``, then to the store)."""
         for b in q.blocks[q.k1:]:
             if b in inst.ref:
                 if inst.ref[b] == 0:
@@ -185,6 +192,9 @@ class _Reference:
                 inst.entered[b] = self.now
             inst.private -= 1
             q.private -= 1
+        if self.inp.dram_write:
+            for b in reversed(q.blocks):
+                self._dram_put(inst, b)
         self._write_through(inst, q, t, reply=False)
 
     def _write_through(self, inst: _Inst, q: _Req, t: float, reply: bool) -> None:
@@ -311,7 +321,7 @@ class _Reference:
             if inst.ref[b] == 0:
                 del inst.lru[b]
             inst.ref[b] += 1
-        for j in range(k2 - 1, k1 - 1, -1):
+        for j in range(k2 - 1, (0 if self.inp.dram_write else k1) - 1, -1):
             if q.blocks[j] in inst.dram:
                 inst.dram.move_to_end(q.blocks[j])
         while len(inst.ref) + inst.private + need > self.hbm_blocks:

@@ -192,7 +192,8 @@ class ModelSpec:
 
     @property
     def attn_flops_per_token_ctx(self) -> int:
-        """Attention FLOPs of one query token against one context token, full-attention layers: ``4 * L_full * n_h * d``."""
+        """Attention FLOPs of one query token against one context token, full-attention layers:
+        ``4 * L_full * n_h * d``."""
         return 4 * self.full_attention_layers * self.q_dim
 
     @property

@@ -56,16 +56,17 @@ def _scaled_load(load: dict, scale: float) -> dict:
 
 
 def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engine=None):
-    """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it (``engine``: a
-    serving-stack row name or :class:`~smetric.cluster.serving_stack.ServingStack` instead of the spec's own)."""
+    """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it, with the router's
+    own ``cluster`` keys over the spec's (``engine``: a serving-stack row name or
+    :class:`~smetric.cluster.serving_stack.ServingStack` instead of the spec's own)."""
     from ...cluster.config import ClusterConfig
     from ...cluster.serving_stack import parse
 
-    c = spec.cluster
+    router = spec.routers[label]
+    c = {**spec.cluster, **router.get("cluster", {})}
     extra = spec.engine_behaviour()
     if engine is not None:
         extra["engine"] = parse(engine) if isinstance(engine, str) else engine
-    router = spec.routers[label]
     if "router_info" in router:
         from ...cluster.router_info import RouterInfo
 
@@ -73,7 +74,8 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
     return ClusterConfig(model=c["model"], gpu=c["gpu"], tp=int(c["tp"]), n_instances=int(c["instances"]),
                          max_num_seqs=int(c["max_num_seqs"]), max_batched_tokens=int(c["max_num_batched_tokens"]),
                          gpu_mem_util=float(c["gpu_memory_utilization"]), block_size=int(c["block_size"]),
-                         dram_gb=float(c["cpu_offload"] or 0.0), replay="closed" if closed else "open",
+                         dram_gb=float(c["cpu_offload"] or 0.0), dram_policy=c.get("dram_policy", "spill"),
+                         replay="closed" if closed else "open",
                          weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"],
                          kv_capacity_tokens=None if c["kv_tokens"] is None else int(c["kv_tokens"]), **extra)
 

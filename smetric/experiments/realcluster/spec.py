@@ -34,13 +34,15 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   ``summary`` may instead map metrics to ``pooled`` / ``stage-mean`` (``{output_tps: stage-mean, default: pooled}``)
   where a report's summary row mixes the two, as llm-d's do.
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
-  knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`).
+  knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`); optional ``cluster`` (what this
+  arm changes in the cluster, where the arms differ in the engine as well: :data:`ROUTER_CLUSTER_KEYS`, ``cpu_offload``
+  as above and ``dram_policy``, :attr:`smetric.cluster.ClusterConfig.dram_policy`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
-  ``source.lss_error_pct`` (recorded runs): LLMServingSim's own published signed errors on the same run, kept
-  for side-by-side reports.
   ``source.client_output_mean`` (``blis`` only): the output mean the harness divided by, as its client counted
   (re-tokenised) it, where published or derived from the published triple; used only in that harness's ITL
   (:mod:`.metrics`), never by the engine, which generates the nominal lengths.
+  ``source.lss_error_pct`` (recorded runs): LLMServingSim's own published signed errors on the same run, kept
+  for side-by-side reports.
 
 A spec that is malformed, names an unknown model, GPU, policy, generator or metric, or holds an impossible value
 raises :class:`SpecError` naming the file, the key and the reason -- before any simulation.
@@ -75,6 +77,8 @@ ARRIVALS = ("poisson", "constant", "concurrency", "recorded", "sessions")
 SUMMARIES = ("pooled", "stage-mean", "seed-mean")
 #: The rules a per-metric ``load.summary`` mapping may give a metric (or its ``default``).
 STAGE_SUMMARIES = ("pooled", "stage-mean")
+#: The cluster keys a router may override for its own arm.
+ROUTER_CLUSTER_KEYS = ("cpu_offload", "dram_policy")
 LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary", "seeds")
 
 
@@ -357,7 +361,7 @@ def _check_routers(path, routers: Mapping) -> None:
         key = f"routers.{label}"
         _mapping(path, key, router)
         _require(path, router, key, ("policy",))
-        _known(path, router, key, ("policy", "params", "router_info"))
+        _known(path, router, key, ("policy", "params", "router_info", "cluster"))
         if not isinstance(router["policy"], str):
             _fail(path, f"{key}.policy", f"must be a policy name, got {router['policy']!r}")
         _mapping(path, f"{key}.params", router.get("params") or {})
@@ -373,6 +377,15 @@ def _check_routers(path, routers: Mapping) -> None:
                 RouterInfo(**info)
             except (TypeError, ValueError) as exc:
                 _fail(path, f"{key}.router_info", str(exc))
+        if "cluster" in router:
+            from ...cluster.config import DRAM_POLICIES
+
+            own = _mapping(path, f"{key}.cluster", router["cluster"])
+            _known(path, own, f"{key}.cluster", ROUTER_CLUSTER_KEYS)
+            if own.get("cpu_offload") not in (False, None):
+                _number(path, f"{key}.cluster.cpu_offload", own["cpu_offload"], strict=False)
+            if "dram_policy" in own and own["dram_policy"] not in DRAM_POLICIES:
+                _fail(path, f"{key}.cluster.dram_policy", f"must be one of {DRAM_POLICIES}, got {own['dram_policy']!r}")
 
 
 def _check_measured(path, measured: Mapping, routers: Mapping) -> None:
