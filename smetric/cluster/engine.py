@@ -103,7 +103,8 @@ Batch formation at time ``t`` (after an iteration ends, on wake-up, or on arriva
    touches its DRAM-hit blocks (tail first; with ``write-through`` every block of ``0 .. k2 - 1`` that DRAM
    holds), evicts unpinned HBM blocks LRU-first (spilling them to DRAM with ``spill``) until
    ``cached + reserved + need <= C`` with ``need = blocks - k1``, and reserves ``need`` blocks. It fits iff
-   ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output is reserved at admission (a simplification: vLLM allocates incrementally and preempts).
+   ``pinned (after pinning k1) + reserved + need <= C``. KV for prompt *and* output is reserved at admission
+   (a simplification: vLLM allocates incrementally and preempts).
    Loads start now: DRAM-hit tokens over the instance's PCIe link, global-hit tokens over its store
    link (each link serialises: ``start = max(t, link_free)``, ``link_free = start + bytes / bw``; the
    store adds its latency), a decode instance receives the whole prompt's KV over its P->D link.
