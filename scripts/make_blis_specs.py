@@ -17,9 +17,9 @@ Reproduce (``git show`` from clones of the two repositories)::
     git -C sim-to-real-accuracy-validation show 7f3b2702:results_iter36/error_records.csv > test_records.csv
     git -C sim-to-real-accuracy-validation show 7f3b2702:results_trainval/error_records.csv > train_records.csv
     git -C inference-sim show f90a1e3a:testdata/trained_physics_iter29.json > physics.json
-    python scripts/make_blis_specs.py ../shared/validation/blis_eval_runs.csv \\
+    python scripts/make_blis_specs.py blis_eval_runs.csv \\
         --records test_records.csv --physics physics.json
-    python scripts/make_blis_specs.py --train ../shared/validation/blis_trainval_runs.csv \\
+    python scripts/make_blis_specs.py --train blis_trainval_runs.csv \\
         --records train_records.csv --physics physics.json
 
 ``--check`` writes nothing and exits 1 when a spec would change or a ``blis-*.yaml`` of the folder is not produced.

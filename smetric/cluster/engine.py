@@ -2388,7 +2388,7 @@ def ensure_compiled() -> None:
         compile_engine()
 
 
-#: Printed before a compile without an on-disk cache: 132 s measured on a 2-core machine under load (issue 24).
+#: Printed before a compile without an on-disk cache: 132 s measured on a 2-core machine under load.
 COMPILE_MESSAGE = "smetric: compiling the simulation engine with numba (~2 min, once; cached afterwards)"
 
 
