@@ -1,7 +1,7 @@
 """Engine scaling to production size: CPU per request against the number of instances (32 -> 4,096) and
 against the trace length, peak memory, and the one-hour agent benchmark at 1,024 (and 4,096) instances.
 
-Scenario: the default synthetic agent workload (``smetric.experiments.setups.agent_workload``, 45 requests per
+Scenario: the default synthetic agent workload (``smetric.testbeds.agent_workload``, 45 requests per
 minute per instance, 6 h of session warm-up) on the paper's 30B testbed (``paper_cluster("30b", n_instances=N)``),
 policy ``smetric``. The per-instance load is fixed, so the requests grow with N; to keep the whole benchmark within
 ~5 minutes on 2 cores the window shrinks as N grows: ``max(0.5, 15 * 32 / N)`` minutes (15 min at 32 instances,
@@ -31,7 +31,7 @@ measured at 1,024 instances, 24 µs/request over 0.5 min, 18.6 over 2, 17.8 over
 ``--full-hour`` also measures the 1,024-instance hour, with SMETRIC and with round-robin (the instance model alone;
 2.7 M requests; ~2.5 minutes each, 18.3 GB peak: the 16-token block ids of the generated workload and of its thinned
 copy, ~3 KB per request each, before the engine input is built; the generated one is then dropped,
-``setups.clear_workload_cache``). Measured, per request the hour costs more than the 8-minute window (20.9-21.6
+``testbeds.clear_workload_cache``). Measured, per request the hour costs more than the 8-minute window (20.9-21.6
 against 15.9-18.6 µs in three runs): the engine's per-request and per-block state grows with the trace and likely
 falls out of the CPU caches (counted, the operations per request do not grow). Round-robin's hour took 56.1 s
 against SMETRIC's 58.3 s, so the 20 s target is out of reach of any router.
@@ -93,16 +93,16 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
     import numpy as np
 
     from benchmarks.common import timed
+    from smetric import testbeds
     from smetric.cluster import engine
     from smetric.cluster.inputs import prepare
-    from smetric.experiments import setups
 
     engine.compile_engine()
 
     def build():
-        workload = setups.agent_workload(instances, minutes)
-        setups.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
-        cluster = setups.paper_cluster("30b", n_instances=instances)
+        workload = testbeds.agent_workload(instances, minutes)
+        testbeds.clear_workload_cache()  # the unthinned workload it was cut from is not needed again
+        cluster = testbeds.paper_cluster("30b", n_instances=instances)
         return prepare(workload, cluster, policy), (prepare(workload, cluster, FLOOR_POLICY) if full_view else None)
 
     gen_wall, _, (inp, floor_inp) = timed(build)

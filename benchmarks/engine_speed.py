@@ -1,7 +1,7 @@
 """Engine speed: the reference scenario, the speed-up over the pure-Python reference,
 compile time (cold and cached) and peak memory.
 
-Scenario: the default synthetic agent workload (``smetric.experiments.setups.agent_workload``),
+Scenario: the default synthetic agent workload (``smetric.testbeds.agent_workload``),
 one hour at 45 requests per minute per instance, 32 instances of the paper's 30B testbed
 (Qwen3-30B-A3B, TP 1, H20), colocated, provisioned global store, policy ``smetric``. The "full stack"
 row runs the same hour with every KV-path mechanism on (:func:`full_stack`).
@@ -51,7 +51,7 @@ print(json.dumps(out))
 
 def scenario(minutes: float):
     """(workload, cluster) of the reference scenario for ``minutes`` of arrivals."""
-    from smetric.experiments.setups import agent_workload, paper_cluster
+    from smetric.testbeds import agent_workload, paper_cluster
 
     return agent_workload(INSTANCES, minutes), paper_cluster("30b", n_instances=INSTANCES)
 

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/sweep_overhead.py [--instances N] [--minutes M] [--repeats R]``.
 
 The grid is 4 policies × 16 load factors = 64 points, each one ``smetric.simulate`` run
-(:func:`smetric.experiments.setups.run_point`) of the synthetic agent workload on a small
+(:func:`smetric.testbeds.run_point`) of the synthetic agent workload on a small
 30B-testbed cluster; the workload and cluster are ``shared`` (scattered once). Timings reported:
 
 - serial: ``sweep(..., jobs=1)`` (no Dask), and the mean time of one point;
@@ -29,8 +29,8 @@ from contextlib import ExitStack
 import pandas as pd
 from distributed import Client
 
-from smetric.experiments.setups import agent_workload, paper_cluster, run_point
 from smetric.experiments.sweep import local_cluster, sweep
+from smetric.testbeds import agent_workload, paper_cluster, run_point
 
 POLICIES = ["smetric", "cache-affinity", "least-load", "round-robin"]
 LOADS = [round(0.1 + 0.05 * i, 2) for i in range(16)]

@@ -20,7 +20,7 @@
 #
 # **The comparator is fixed before the comparison.** On two screening seeds (100, 101; disjoint from the comparison seeds) the routers other than load-only run in that cell alone; the one with the highest screening-seed mean goodput is C9's comparator (`smetric.experiments.screening`). Load-only's relative goodput is then paired per seed against it on the comparison seeds; `fig03_global_tier_sweep_each.csv` has load-only against every other router in that cell. The heat map's "best" per cell is descriptive (seed means of the comparison seeds).
 #
-# **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.experiments.setups`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
+# **Load axis and workload.** Offered load in requests per minute per instance, set by how many agent sessions start per unit time (tool and think gaps between turns stay as generated). The workload is `bailian-coder` (public BAILIAN coder lengths with the paper's agent reuse structure; parameter `workload` takes any preset or the real `claude-code` trace, `trace` a timestamped trace file replayed at the offered rate) on the testbed defaults of `smetric.testbeds`: closed replay (a follow-up arrives at max(its scheduled time, its parent's finish + its gap)), the lmcache-mooncake KV connector, reply KV cached, 16-token hits. Every load of a seed is thinned from one workload generated at the grid's top (common random numbers). On this workload the 30B knee is ~48-55 rpm/instance, near the paper's 43-48.
 #
 # **KV connector.** The store is reached through the `ideal` connector here, a per-instance link of the swept bandwidth: the testbeds' default `lmcache-mooncake` connector ignores the store's per-instance bandwidth (its NIC pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link (parameter `kv_connector`).
 #
@@ -36,7 +36,7 @@ testbed: str = None  # paper testbed: 30b (32x Qwen3-30B-A3B TP1 on H20) or 235b
 n_instances: int = None  # instances of the testbed's model
 minutes: float = None  # measured window of the agent workload (sessions start 6 h earlier)
 seeds: list = None  # workload and policy seeds (claims pair them: same workload per seed)
-workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+workload: str = None  # agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 warmup_frac: float = None  # share of the arrival span simulated but not measured (cold caches)
 replay: str = None  # closed: a follow-up waits for its parent's response (default); open: trace replay

@@ -32,7 +32,7 @@ seeds: list = None  # workload seeds (gains paired per seed)
 minutes: dict = None  # measured window per testbed
 n_instances: dict = None  # instances per testbed
 warmup_frac: float = None  # first quarter of the window not measured
-workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+workload: str = None  # agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace at loads around its knee per testbed ({} for none)
 

@@ -37,7 +37,7 @@ n_instances: int = None  # instances
 seeds: list = None  # workload seeds (the seed count of fig06; gains paired per seed)
 screen_seeds: list = None  # seeds on which the baselines alone fix C17's comparator (disjoint from seeds)
 warmup_frac: float = None  # share of the arrival span not measured
-workload: str = None  # agent workload: a preset or the real claude-code trace (setups.WORKLOADS)
+workload: str = None  # agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 second_row: dict = None  # parameters of the row beside the main one: the real claude-code trace at loads around its knee ({} for none)
 

@@ -27,7 +27,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 testbeds: list = None  # paper testbeds
-workload: str = None  # workload preset (setups.WORKLOADS)
+workload: str = None  # workload preset (testbeds.WORKLOADS)
 trace: str = None  # a timestamped trace file or catalog name replayed at the offered rate (None: workload)
 screen_rpm: dict = None  # screen grid (requests / min / instance) per testbed: finds the best baseline's knee
 candidates: list = None  # baselines screened under the full stack

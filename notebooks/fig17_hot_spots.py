@@ -25,7 +25,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # Each setting below overrides the preset; None keeps the preset's value (see the next cell's output).
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 axes: dict = None  # axis -> levels (label and overrides); the first level of each is the default
-workloads: list = None  # workloads (setups.WORKLOADS)
+workloads: list = None  # workloads (testbeds.WORKLOADS)
 policies: list = None  # smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder and claude-code), llm-d (the deployed router with a sourced refresh), least-load
 n_instances: int = None  # instances of the 30B testbed (16: fits the budget; the per-instance load is kept)
 minutes: float = None  # measured window of a synthetic workload

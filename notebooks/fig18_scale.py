@@ -45,7 +45,7 @@ screening_seeds: list = None  # seeds on which the baselines alone fix each cell
 warmup_s: float = None  # seconds of arrivals simulated but not measured, at every N (module docstring)
 measured_s: float = None  # seconds of arrivals measured after the warm-up, at every N
 testbed: str = None  # paper testbed
-workload: str = None  # workload preset (setups.WORKLOADS)
+workload: str = None  # workload preset (testbeds.WORKLOADS)
 
 # %%
 from smetric.context import run_context

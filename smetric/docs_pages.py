@@ -169,16 +169,16 @@ def validation_tables() -> str:
 
 # ------------------------------------------------------------------------------------------------ model
 def testbeds() -> str:
-    """The paper testbeds and the defaults every figure runs with (``smetric.experiments.setups``)."""
-    from .experiments import setups
+    """The paper testbeds and the defaults every figure runs with (``smetric.testbeds``)."""
+    from . import testbeds
 
     frame = pd.DataFrame([{"testbed": k, "model": m, "GPU": g, "TP": tp, "instances": n}
-                          for k, (m, g, tp, n) in setups.TESTBEDS.items()])
-    defaults = ", ".join(f"`{k}={v!r}`" for k, v in setups.TESTBED_DEFAULTS.items())
+                          for k, (m, g, tp, n) in testbeds.TESTBEDS.items()])
+    defaults = ", ".join(f"`{k}={v!r}`" for k, v in testbeds.TESTBED_DEFAULTS.items())
     return (_table(frame) + f"\nDefaults on every testbed (`TESTBED_DEFAULTS`): {defaults}; the global store "
-            f"`{setups.PROVISIONED}`; the workload `{setups.DEFAULT_WORKLOAD}` (also: "
-            + ", ".join(f"`{w}`" for w in setups.WORKLOADS if w != setups.DEFAULT_WORKLOAD)
-            + f"); synthetic sessions start {setups.WARMUP_MINUTES / 60:g} h before the measured window.\n")
+            f"`{testbeds.PROVISIONED}`; the workload `{testbeds.DEFAULT_WORKLOAD}` (also: "
+            + ", ".join(f"`{w}`" for w in testbeds.WORKLOADS if w != testbeds.DEFAULT_WORKLOAD)
+            + f"); synthetic sessions start {testbeds.WARMUP_MINUTES / 60:g} h before the measured window.\n")
 
 
 def kv_path() -> str:
@@ -355,7 +355,7 @@ BLOCKS = (
     Block("docs/results.md", "claim-points", "figures/claims.csv", claims_points),
     Block("docs/results.md", "findings", "figures/figNN_*.csv", figure_findings),
     Block("docs/validation.md", "validation", "figures/fig16_real_clusters.csv", validation_tables),
-    Block("docs/model.md", "testbeds", "smetric.experiments.setups", testbeds),
+    Block("docs/model.md", "testbeds", "smetric.testbeds", testbeds),
     Block("docs/model.md", "kv-path", "data/perf/kv_path.json", kv_path),
     Block("docs/model.md", "presets", "smetric.workload.synthetic.PRESETS", presets),
     Block("docs/engine.md", "invariants", "smetric.docs_pages.INVARIANTS", invariants),

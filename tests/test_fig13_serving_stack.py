@@ -11,8 +11,8 @@ from smetric.cluster.config import GlobalStore
 from smetric.cluster.connector import KVConnector
 from smetric.experiments import serving_stack as ss
 from smetric.experiments.figures import fig13_serving_stack as fig13
-from smetric.experiments.setups import TESTBED_DEFAULTS, paper_cluster
 from smetric.experiments.verdicts import bound_verdict
+from smetric.testbeds import TESTBED_DEFAULTS, paper_cluster
 
 
 @pytest.mark.parametrize("testbed,tp", [("30b", 1), ("235b", 8)])
@@ -139,7 +139,7 @@ def test_quick_run_is_complete_and_its_screen_agrees_with_the_ladder():
 
 def test_a_trace_file_replaces_the_workload(tmp_path):
     """``trace=PATH``: the screen replays the file at the offered rate, as ``offered_point(trace=PATH)`` does."""
-    from smetric.experiments.setups import offered_point
+    from smetric.testbeds import offered_point
     from smetric.workload.synthetic import synth_agent_workload
     from smetric.workload.writers import write_trace
 

@@ -137,7 +137,7 @@ def test_a_trace_file_is_one_more_workload_variant(tmp_path):
     """``trace=PATH`` adds a workload variant that replays the file at each offered rate."""
     from smetric.experiments.figures import fig14_claim_robustness as fig14
     from smetric.experiments.robustness import Variant, peak_compute
-    from smetric.experiments.setups import offered_point
+    from smetric.testbeds import offered_point
     from smetric.workload.synthetic import synth_agent_workload
     from smetric.workload.writers import write_trace
 

@@ -149,7 +149,7 @@ def test_tiny_run_shapes_and_bounds():
 
 def test_the_lmetric_point_replays_a_trace_file(tmp_path):
     """``trace=PATH``: the LMetric block runs the file at each load (the same requests for every seed)."""
-    from smetric.experiments.setups import trace_workload
+    from smetric.testbeds import trace_workload
     from smetric.workload.synthetic import synth_agent_workload
     from smetric.workload.writers import write_trace
 

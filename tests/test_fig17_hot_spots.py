@@ -147,7 +147,7 @@ def test_fan_out_and_context_levels_resolve_and_name_their_workloads():
 def test_the_trace_takes_a_bursty_start_process_and_keeps_its_poisson_draws():
     """``Conversations.workload(arrival=)``: the default draws what the loader drew before (the same generator
     calls), a fitted MMPP makes the conversation starts over-dispersed."""
-    from smetric.experiments.setups import trace_conversations
+    from smetric.testbeds import trace_conversations
     from smetric.workload.arrivals import burstiness
 
     conv = trace_conversations("claude-code")

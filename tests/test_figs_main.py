@@ -216,7 +216,7 @@ def test_plots_draw_kept_policies(tiny_tps, tiny_latency):
 
 
 def test_fig6_and_fig8_agree_on_a_shared_point():
-    """Same testbed, load, workload (fig. 6 thins from the top of its grid, fig. 8 from setups.REFERENCE_RPM = 48:
+    """Same testbed, load, workload (fig. 6 thins from the top of its grid, fig. 8 from testbeds.REFERENCE_RPM = 48:
     the same at 48), workload seed and policy seed -> the same goodput in both experiments."""
     kw = dict(policies=("smetric", "mooncake"), minutes=1.0, seeds=(1,), jobs=1)
     tps = mr.tps_vs_load(testbeds=("30b",), loads={"30b": (48,)}, n_instances={"30b": 8}, screen_seeds=(0,), **kw)

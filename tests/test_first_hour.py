@@ -193,7 +193,7 @@ def _simulate_args(*extra):
 
 def test_testbed_defaults_are_exactly_paper_cluster():
     from smetric.cluster.cli_cmds import cluster_from_args
-    from smetric.experiments.setups import paper_cluster
+    from smetric.testbeds import paper_cluster
 
     assert cluster_from_args(_simulate_args("--testbed-defaults", "30b")) == paper_cluster("30b")
     assert cluster_from_args(_simulate_args("--testbed-defaults", "235b")) == paper_cluster("235b")
@@ -318,7 +318,7 @@ def test_top_level_help_has_no_rst_markup(capsys):
 
 
 def test_agent_workload_names_n_instances():
-    from smetric.experiments.setups import agent_workload
+    from smetric.testbeds import agent_workload
 
     with pytest.raises(ValueError, match="n_instances must be a positive integer, got 0"):
         agent_workload(n_instances=0, minutes=1)

@@ -38,7 +38,7 @@ def test_prefill_tps_window_ends_at_the_last_first_token():
 def test_the_warmup_cut_uses_scheduled_times_so_a_thinned_subset_never_measures_more():
     """Closed replay delays follow-ups past an overloaded cluster's finish times; cutting the warm-up on those
     delayed arrivals moved with the load (a higher load measured fewer requests than its own thinned subset)."""
-    from smetric.experiments.setups import agent_workload, paper_cluster, run_point
+    from smetric.testbeds import agent_workload, paper_cluster, run_point
 
     cluster = paper_cluster("30b", n_instances=4)
     counts = []

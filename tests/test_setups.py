@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from smetric.experiments import setups
-from smetric.experiments.setups import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
+from smetric import testbeds
+from smetric.testbeds import TESTBEDS, agent_workload, offered_point, paper_cluster, run_point
 
 
 def test_paper_clusters():
@@ -52,8 +52,8 @@ def test_lower_loads_are_thinned_subsets_of_higher_ones():
 
 def test_clearing_the_workload_cache_regenerates_the_same_workload():
     first = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
-    setups.clear_workload_cache()
-    assert setups._generated.cache_info().currsize == 0
+    testbeds.clear_workload_cache()
+    assert testbeds._generated.cache_info().currsize == 0
     again = agent_workload(4, 2.0, 3, rpm_per_instance=20.0, warmup_minutes=30.0)
     assert np.array_equal(again.arrival, first.arrival) and np.array_equal(again.block_ids, first.block_ids)
     assert np.array_equal(again.block_offsets, first.block_offsets) and np.array_equal(again.parent, first.parent)
@@ -82,7 +82,7 @@ def test_a_real_trace_is_a_workload_and_unknown_names_are_refused():
 def test_the_claude_code_trace_takes_the_subagents_option():
     """Sub-agents attached (fan-out children in their conversation's session: the loader's default and the
     figures' FIGURE_SUBAGENTS) or as separate sessions."""
-    from smetric.experiments.setups import FIGURE_SUBAGENTS, trace_conversations
+    from smetric.testbeds import FIGURE_SUBAGENTS, trace_conversations
 
     assert FIGURE_SUBAGENTS == "attached" and trace_conversations("claude-code").subagents == "attached"
     separate = agent_workload(8, 10.0, 0, rpm_per_instance=2.0, preset="claude-code", subagents="separate")
@@ -94,7 +94,7 @@ def test_the_claude_code_trace_takes_the_subagents_option():
 
 
 def test_a_timestamped_trace_file_replays_at_the_offered_rate(tmp_path):
-    from smetric.experiments.setups import trace_workload
+    from smetric.testbeds import trace_workload
     from smetric.workload.synthetic import synth_agent_workload
     from smetric.workload.writers import write_trace
 

@@ -38,7 +38,7 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
                           "whole-block hits, one instance); --testbed-defaults 30b runs the model the figures run on.")
     parser.add_argument("--testbed-defaults", metavar="30b|235b",
                         help="start from a paper testbed exactly as the figures run it "
-                             "(smetric.experiments.setups.paper_cluster: 30b = 32 x qwen3-30b-a3b TP1 on h20, "
+                             "(smetric.testbeds.paper_cluster: 30b = 32 x qwen3-30b-a3b TP1 on h20, "
                              "235b = 8 x qwen3-235b-a22b TP8 on h20; provisioned global store, closed replay, "
                              "lmcache-mooncake connector, reply KV cached, 16-token hits); flags given explicitly "
                              "override it (default: off)")
@@ -238,7 +238,7 @@ def _base_fields(args: argparse.Namespace) -> dict:
     """The cluster fields the testbed flags decide: the flag where given, else ``--testbed-defaults``' value
     (``paper_cluster``, exactly what the figures run), else the bare default."""
     if args.testbed_defaults:
-        from ..experiments.setups import TESTBEDS, paper_cluster  # imported only here: plain runs need no figure code
+        from ..testbeds import TESTBEDS, paper_cluster  # imported only here: plain runs need no figure code
 
         if args.testbed_defaults not in TESTBEDS:
             raise ValueError(f"--testbed-defaults must be one of {', '.join(sorted(TESTBEDS))}, "

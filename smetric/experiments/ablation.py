@@ -10,7 +10,7 @@
 
 Every figure point is a labelled *case* (a policy and its parameters) run on a keyed *setup* (testbed,
 cluster size, window, store, overrides) at one offered load in requests per minute per instance
-(:func:`smetric.experiments.setups.offered_point`: the workload is generated at that rate, so the
+(:func:`smetric.testbeds.offered_point`: the workload is generated at that rate, so the
 tool/think gaps stay as calibrated); :func:`run_cases` evaluates a list of them with one sweep.
 "Peak" goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's
 main row and its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per
@@ -26,9 +26,9 @@ import pandas as pd
 
 from ..cluster.config import SLO
 from ..policies import get as get_policy
+from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, offered_point, paper_cluster
 from .claims import paper_value
 from .screening import check_screen_seeds, screened_comparator, split_screening
-from .setups import DEFAULT_WORKLOAD, WORKLOADS, offered_point, paper_cluster
 from .sweep import sweep
 from .verdicts import Interval, claim_columns, gain_interval
 from .workload_rows import per_workload, row_grid, row_title

@@ -136,7 +136,7 @@ def run_level(workload: str, axis: str, level: str, seed: int, *, overrides: Map
     """One sweep point: every policy (the baselines alone on a ``screening`` seed) on ``workload`` at its offered
     load ``rpm[workload]`` (requests/min/instance, thinned from ``reference_rpm[workload]``) with the level's
     overrides; columns ``policy, goodput_tps`` and :data:`DIAGNOSTICS`."""
-    from .setups import offered_point
+    from ..testbeds import offered_point
 
     rows = []
     for policy in policies:

@@ -1,9 +1,9 @@
 """Figures 6-8: the main results -- goodput vs load, PD-disaggregated prefill TPS, latency at a high load.
 
-Every figure runs on the testbed defaults of :mod:`~smetric.experiments.setups` (closed replay, the
+Every figure runs on the testbed defaults of :mod:`~smetric.testbeds` (closed replay, the
 ``lmcache-mooncake`` KV connector, reply KV cached) and on one workload (``bailian-coder`` by default, a
-preset or real trace of :data:`~smetric.experiments.setups.WORKLOADS`, or a timestamped trace file passed
-as ``trace``). Offered load is requests per minute per instance (:func:`~smetric.experiments.setups.offered_point`).
+preset or real trace of :data:`~smetric.testbeds.WORKLOADS`, or a timestamped trace file passed
+as ``trace``). Offered load is requests per minute per instance (:func:`~smetric.testbeds.offered_point`).
 
 **Baseline screening and the comparator (fig. 6).** All baselines run on every load of a few
 **screening seeds, disjoint from the comparison seeds**; per testbed and workload, the ``n_keep`` with the
@@ -43,6 +43,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..testbeds import (
+    BASELINES,
+    DEFAULT_WORKLOAD,
+    TESTBEDS,
+    agent_workload,
+    offered_point,
+    paper_cluster,
+    trace_workload,
+)
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -51,7 +60,6 @@ from .screening import (
     screening_note,
     split_screening,
 )
-from .setups import BASELINES, DEFAULT_WORKLOAD, TESTBEDS, agent_workload, offered_point, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_value, seed_peaks
 

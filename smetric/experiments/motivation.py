@@ -41,13 +41,7 @@ from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..numba_cache import refresh_module
 from ..policies.signals import attention_tokens
-from ..workload.characterize import prefix_reuse
-from ..workload.core import Workload
-from ..workload.loaders import load_trace
-from ..workload.synthetic import PRESETS, synth_agent_workload
-from .claims import band_verdict, claim_band, paper_value
-from .screening import check_screen_seeds, screened_comparator, screening_note, split_screening
-from .setups import (
+from ..testbeds import (
     DEFAULT_WORKLOAD,
     TESTBEDS,
     TRACE_WORKLOADS,
@@ -58,6 +52,12 @@ from .setups import (
     paper_cluster,
     trace_workload,
 )
+from ..workload.characterize import prefix_reuse
+from ..workload.core import Workload
+from ..workload.loaders import load_trace
+from ..workload.synthetic import PRESETS, synth_agent_workload
+from .claims import band_verdict, claim_band, paper_value
+from .screening import check_screen_seeds, screened_comparator, screening_note, split_screening
 from .sweep import sweep
 from .verdicts import UNDETERMINED, Interval, claim_columns, gain_interval, paired_gains
 
@@ -619,12 +619,12 @@ def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORK
                     trace: str | None = None) -> Workload:
     """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or whole
     sessions of a trace -- ``trace`` (a file or catalog name, any format ``load_trace`` reads) or the ``workload``
-    of ``setups.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
+    of ``testbeds.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
     ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
 
     Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
-    prefix shared with its parent conversation, when the sub-agents are separate sessions: ``setups.FIGURE_SUBAGENTS``)
-    counts only when both are drawn.
+    prefix shared with its parent conversation, when the sub-agents are separate sessions:
+    ``testbeds.FIGURE_SUBAGENTS``) counts only when both are drawn.
     """
     if not (isinstance(n_sessions, int) and n_sessions > 0):
         raise ValueError(f"n_sessions must be a positive integer, got {n_sessions!r}")

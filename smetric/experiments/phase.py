@@ -24,9 +24,7 @@ import pandas as pd
 
 from ..cluster.config import GlobalStore
 from ..policies.bounds import ideal_bound
-from ..workload.synthetic import PRESETS, expected_turns, with_overrides
-from .ablation import run_cases
-from .setups import (
+from ..testbeds import (
     DEFAULT_WORKLOAD,
     TRACE_WORKLOADS,
     agent_workload,
@@ -35,6 +33,8 @@ from .setups import (
     trace_file,
     trace_workload,
 )
+from ..workload.synthetic import PRESETS, expected_turns, with_overrides
+from .ablation import run_cases
 from .verdicts import gain_intervals, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
@@ -57,7 +57,7 @@ _REGIMES = ("smetric wins", "tie", "smetric loses", "overloaded")
 
 def session_lengths(workload: str, trace: str | None = None) -> tuple[float, float]:
     """Median and mean calls per session of a real trace: the ``trace`` file's sessions (the whole file), else
-    the conversations of the ``workload`` catalog trace (one of ``setups.TRACE_WORKLOADS``; sub-agent calls
+    the conversations of the ``workload`` catalog trace (one of ``testbeds.TRACE_WORKLOADS``; sub-agent calls
     included)."""
     if trace is not None:
         sessions = trace_file(str(trace)).session
@@ -82,7 +82,7 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
     connector ignores the store's per-instance bandwidth, so the axis needs the ideal link); sessions have a
     log-normal number of turns with the given median (``workload``'s sigma; ``workload`` is a synthetic
     preset), arriving so that the cluster is offered ``rpm_per_instance`` requests per minute per instance.
-    A real trace -- ``workload`` one of ``setups.TRACE_WORKLOADS`` (conversations start at the offered
+    A real trace -- ``workload`` one of ``testbeds.TRACE_WORKLOADS`` (conversations start at the offered
     rate) or ``trace``, a timestamped file or catalog name replayed at the offered rate (the same for
     every seed) -- keeps its own sessions: ``turns_medians`` is ignored and the turns axis is the one
     value of :func:`session_lengths`.

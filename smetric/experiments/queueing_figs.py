@@ -38,9 +38,9 @@ import pandas as pd
 
 from ..cluster.queueing import QueueDiscipline, decode_estimates
 from ..hardware.kernel import prefill_time_nb
+from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluster
 from ..workload.core import Workload
 from ..workload.priority import with_priority
-from .setups import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluster
 from .sweep import sweep
 from .verdicts import PaperValue, combine_verdicts, gain_interval, parse_paper_value, point_table
 
@@ -187,7 +187,7 @@ def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[in
 
 
 def _grid(loads, shares, seeds, load_key):
-    """Seed outermost: consecutive points share a seed's generated workload (setups' cache)."""
+    """Seed outermost: consecutive points share a seed's generated workload (testbeds' cache)."""
     return [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
             for seed in seeds for x in loads for q, e in QUEUES for s in shares]
 

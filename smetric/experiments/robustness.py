@@ -83,7 +83,7 @@ assert set(VERDICT_COLOURS) == {*VERDICT_ORDER, UNDETERMINED}
 @dataclass(frozen=True)
 class Variant:
     """One model choice per axis; ``name`` labels it in tables and plots. Defaults = the testbed's model
-    (:data:`~smetric.experiments.setups.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention, exact
+    (:data:`~smetric.testbeds.TESTBED_DEFAULTS`, the ``bailian-coder`` workload, FA3 attention, exact
     router information, Poisson session starts, the testbed's serving engine). ``router`` is one of
     :data:`ROUTERS`; ``arrival`` is ``poisson`` or ``TRACE:KIND``, a process fitted to a public trace
     (:func:`arrival_process`); ``engine`` a serving-stack row (:mod:`smetric.cluster.serving_stack`)."""
@@ -411,7 +411,7 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     """Per-seed ``metric`` of ``policies`` over a grid of offered loads (requests/min/instance) on ``testbed`` with
     every axis of the variant applied: the workload preset (thinned from one workload at the grid's top,
     ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top; a workload that is not
-    one of ``setups.WORKLOADS`` is a timestamped trace file or catalog name replayed at each load), the KV
+    one of ``testbeds.WORKLOADS`` is a timestamped trace file or catalog name replayed at each load), the KV
     connector, the GPU,
     the Hopper attention calibration
     (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
@@ -426,7 +426,7 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
     with :func:`functools.partial`.
     """
     from ..cluster.config import GlobalStore
-    from .setups import TESTBEDS, WORKLOADS, offered_point
+    from ..testbeds import TESTBEDS, WORKLOADS, offered_point
 
     if callable(rpm_grid):
         grid = [float(x) for x in rpm_grid(variant)]
@@ -448,7 +448,8 @@ def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
         if variant.arrival != "poisson":
             workload["arrival"] = arrival_process(variant.arrival)
     elif variant.arrival != "poisson":
-        raise ValueError(f"{variant.name}: arrival {variant.arrival!r} needs a generated workload (setups.WORKLOADS), "
+        raise ValueError(f"{variant.name}: arrival {variant.arrival!r} needs a generated workload "
+                         f"(testbeds.WORKLOADS), "
                          f"not the timestamped trace {variant.workload!r}")
     else:  # a timestamped trace file or catalog name, replayed at each offered rate (the same for every seed)
         workload, trace = None, variant.workload

@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 
 from ..cluster.router_info import RouterInfo
+from ..testbeds import agent_workload, paper_cluster
 from .claims import TIDY_COLUMNS
-from .setups import agent_workload, paper_cluster
 from .sweep import sweep
 from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 

@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..cluster.config import GlobalStore
 from ..cluster.connector import KVConnector
-from .setups import TESTBEDS, offered_point
+from ..testbeds import TESTBEDS, offered_point
 from .sweep import sweep
 from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains
 
@@ -153,7 +153,7 @@ def serving_stack(*, testbeds: Sequence[str], screen_rpm: Mapping[str, Sequence[
 
     Every load of a testbed is thinned from one workload generated at ``past_factor`` times the top of
     its screen grid (common random numbers across loads and stages); a ``trace`` (a timestamped trace file or
-    catalog name) replaces ``workload``, replayed at each offered rate (``setups.trace_workload``).
+    catalog name) replaces ``workload``, replayed at each offered rate (``testbeds.trace_workload``).
     """
     if LOAD_ONLY not in candidates:
         raise ValueError(f"the candidates must include {LOAD_ONLY!r} (claim C9's load-only router)")

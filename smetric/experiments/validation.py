@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .setups import PROVISIONED, agent_workload, paper_cluster, trace_workload
+from ..testbeds import PROVISIONED, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import gain_interval
 

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..testbeds import load_figure_trace
 from ..workload import Workload, load_trace
 from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band
-from .setups import load_figure_trace
 
 __all__ = ["workload_characterization", "plot_workload_characterization", "workload_claims", "workload_claim_rows",
            "preset_label", "AGENT_LABEL", "CHAT_LABEL", "AGENT_TRACE_LABEL", "SHARED_PREFIX_LABEL"]

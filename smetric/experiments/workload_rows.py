@@ -29,7 +29,7 @@ from .figure import FigureParams
 __all__ = ["REAL_TRACE", "row_label", "second_params", "compute_rows", "workload_frames", "per_workload",
            "row_grid", "row_title", "main_rows", "on_main", "row_claims"]
 
-#: The real agent-session trace shown beside the main workload (``setups.TRACE_WORKLOADS``).
+#: The real agent-session trace shown beside the main workload (``testbeds.TRACE_WORKLOADS``).
 REAL_TRACE = "claude-code"
 
 

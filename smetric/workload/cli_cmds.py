@@ -94,7 +94,7 @@ def run_characterize(args: argparse.Namespace) -> int:
 
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
-    from ..experiments.setups import DEFAULT_WORKLOAD, WARMUP_MINUTES
+    from ..testbeds import DEFAULT_WORKLOAD, WARMUP_MINUTES
     from .synthetic import PRESETS
 
     parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "

@@ -18,7 +18,8 @@ class TestbedRun(FigureParams):
     n_instances: int = param(32, "instances of the testbed's model")
     minutes: float = param(5.0, "measured window of the agent workload (sessions start 6 h earlier)")
     seeds: tuple[int, ...] = param(SEEDS, "workload and policy seeds (claims pair them: same workload per seed)")
-    workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
+    workload: str = param("bailian-coder",
+                          "agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
     warmup_frac: float = param(0.25, "share of the arrival span simulated but not measured (cold caches)")

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ...testbeds import BASELINES
 from .. import main_results as mr
 from .. import workload_rows as wr
 from ..figure import FigureParams, param
-from ..setups import BASELINES
 
 _FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
 

@@ -21,7 +21,8 @@ class Params(FigureParams):
     minutes: dict = param({"30b": 5.0, "235b": 10.0}, "measured window per testbed")
     n_instances: dict = param({"30b": 32, "235b": 8}, "instances per testbed")
     warmup_frac: float = param(0.25, "first quarter of the window not measured")
-    workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
+    workload: str = param("bailian-coder",
+                          "agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
     second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": {"30b": (4.0, 5.5, 7.0),

@@ -28,7 +28,8 @@ class Params(FigureParams):
     screen_seeds: tuple[int, ...] = param(SCREEN_SEEDS, "seeds on which the baselines alone fix C17's comparator "
                                                         "(disjoint from seeds)")
     warmup_frac: float = param(0.25, "share of the arrival span not measured")
-    workload: str = param("bailian-coder", "agent workload: a preset or the real claude-code trace (setups.WORKLOADS)")
+    workload: str = param("bailian-coder",
+                          "agent workload: a preset or the real claude-code trace (testbeds.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
     second_row: dict = param({"workload": wr.REAL_TRACE, "rpm_per_instance": (4.0, 5.5, 7.0), "minutes": 10.0},

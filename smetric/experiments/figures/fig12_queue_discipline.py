@@ -25,7 +25,7 @@ class Params(FigureParams):
     minutes: float = param(3, "measured window of the cluster part's agent workload")
     loads: tuple[float, ...] = param((64.0, 80.0), "cluster part: offered loads (requests / min / instance), "
                                                    "near and past the knee")
-    workload: str = param("bailian-coder", "agent workload of the cluster part (setups.WORKLOADS)")
+    workload: str = param("bailian-coder", "agent workload of the cluster part (testbeds.WORKLOADS)")
     router: str = param("smetric", "router of the cluster part")
     shares: tuple[float, ...] = param((0.0, 0.2), "shares of high-priority sessions")
     seeds: tuple[int, ...] = param((0, 1, 2, 3, 4, 5, 6, 7), "workload seeds (paired across configurations)")

@@ -14,7 +14,7 @@ from ..figure import FigureParams, param
 @dataclass(frozen=True)
 class Params(FigureParams):
     testbeds: tuple[str, ...] = param(("30b", "235b"), "paper testbeds")
-    workload: str = param("bailian-coder", "workload preset (setups.WORKLOADS)")
+    workload: str = param("bailian-coder", "workload preset (testbeds.WORKLOADS)")
     trace: str | None = param(None, "a timestamped trace file or catalog name replayed at the offered rate "
                                     "(None: workload)")
     screen_rpm: dict = param({"30b": (42.0, 48.0, 54.0, 60.0), "235b": (30.0, 36.0, 42.0, 48.0)},

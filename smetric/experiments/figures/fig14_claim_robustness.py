@@ -38,6 +38,7 @@ from functools import partial
 
 import pandas as pd
 
+from ...testbeds import TRACE_WORKLOADS
 from .. import main_results as mr
 from ..figure import FigureParams, param
 from ..robustness import (
@@ -52,7 +53,6 @@ from ..robustness import (
     plot_robustness,
     short_names,
 )
-from ..setups import TRACE_WORKLOADS
 from ..sweep import sweep
 
 _HOLDS = ("reproduced", "direction only")

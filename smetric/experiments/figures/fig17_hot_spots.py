@@ -63,7 +63,7 @@ _HOLDS = ("reproduced", "direction only")
 @dataclass(frozen=True)
 class Params(FigureParams):
     axes: dict = param(hs.AXES, "axis -> levels (label and overrides); the first level of each is the default")
-    workloads: tuple[str, ...] = param(("bailian-coder", "claude-code"), "workloads (setups.WORKLOADS)")
+    workloads: tuple[str, ...] = param(("bailian-coder", "claude-code"), "workloads (testbeds.WORKLOADS)")
     policies: tuple[str, ...] = param(("smetric", "lmetric", "dynamo", "llm-d", "least-load"),
                                       "smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder "
                                       "and claude-code), llm-d (the deployed router with a sourced refresh), "
@@ -102,7 +102,7 @@ class Params(FigureParams):
 
 
 def _minutes(p: Params) -> dict[str, float]:
-    from ..setups import TRACE_WORKLOADS
+    from ...testbeds import TRACE_WORKLOADS
 
     return {w: float(p.trace_minutes if w in TRACE_WORKLOADS else p.minutes) for w in p.workloads}
 

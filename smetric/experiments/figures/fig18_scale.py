@@ -19,7 +19,7 @@ reads only engine-state signals routes identically under any K (LMetric did, bit
 1,024-instance workload with its 6 h of session starts ~10 s): every policy runs only at the knee with one
 router; past the knee and with 8 replicas only SMETRIC and the cell's comparator run. The window is 30 s of
 arrivals at every N: 20 s simulated but not measured (caches warm, the sessions under way from 6 h of
-starts, :data:`~smetric.experiments.setups.WARMUP_MINUTES`), then 10 s measured -- ~9 measured requests per
+starts, :data:`~smetric.testbeds.WARMUP_MINUTES`), then 10 s measured -- ~9 measured requests per
 instance at every N (~270 at 32 instances, ~8,700 at 1,024 per seed and policy). Enough for the rules because
 they read cluster-level quantities (goodput per instance, the time-averaged max/mean over instances) whose
 seed-to-seed spread shrinks with N, and the same window at every N leaves N the only change. What it does
@@ -60,7 +60,7 @@ class Params(FigureParams):
     warmup_s: float = param(20.0, "seconds of arrivals simulated but not measured, at every N (module docstring)")
     measured_s: float = param(10.0, "seconds of arrivals measured after the warm-up, at every N")
     testbed: str = param("30b", "paper testbed")
-    workload: str = param("bailian-coder", "workload preset (setups.WORKLOADS)")
+    workload: str = param("bailian-coder", "workload preset (testbeds.WORKLOADS)")
 
     @classmethod
     def quick(cls) -> Params:

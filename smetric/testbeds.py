@@ -41,8 +41,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..cluster.config import ClusterConfig, GlobalStore
-from ..workload.core import Workload
+from .cluster.config import ClusterConfig, GlobalStore
+from .workload.core import Workload
 
 __all__ = ["TESTBEDS", "TESTBED_DEFAULTS", "REFERENCE_RPM", "WORKLOADS", "DEFAULT_WORKLOAD", "TRACE_WORKLOADS",
            "paper_cluster", "agent_workload", "trace_workload", "trace_conversations", "trace_file", "run_point",
@@ -119,7 +119,7 @@ def _generated(n_instances: int, minutes: float, seed: int, rpm_per_instance: fl
         return trace_conversations(preset, subagents).workload(
             requests_per_minute=rate, seed=seed, duration=60.0 * minutes,
             warmup=60.0 * max(warmup_minutes, TRACE_WARMUP_MINUTES), **options)
-    from ..workload.synthetic import synth_agent_workload
+    from .workload.synthetic import synth_agent_workload
 
     return synth_agent_workload(duration=60.0 * minutes, warmup=60.0 * warmup_minutes, seed=seed, preset=preset,
                                 requests_per_minute=rate, **dict(overrides))
@@ -141,8 +141,8 @@ FIGURE_SUBAGENTS = "attached"
 def load_figure_trace(name: str, **options) -> Workload:
     """``load_trace(name, **options)`` with the figures' sub-agent mapping (:data:`FIGURE_SUBAGENTS`) for a
     kv-cache-tester trace."""
-    from ..workload.catalog import TRACES
-    from ..workload.loaders import load_trace
+    from .workload.catalog import TRACES
+    from .workload.loaders import load_trace
 
     if name in TRACES and TRACES[name].format == "kvcache-tester":
         options.setdefault("subagents", FIGURE_SUBAGENTS)
@@ -154,8 +154,8 @@ def trace_conversations(name: str, subagents: str = FIGURE_SUBAGENTS):
     """The parsed conversations of a trace workload of :data:`TRACE_WORKLOADS` (read once per process per
     ``subagents`` mapping: ``"separate"``, the figures' :data:`FIGURE_SUBAGENTS`, or ``"attached"``; see
     :mod:`..workload.kvcache_tester`)."""
-    from ..workload.catalog import trace_path
-    from ..workload.kvcache_tester import read_conversations
+    from .workload.catalog import trace_path
+    from .workload.kvcache_tester import read_conversations
 
     return read_conversations(trace_path(name), name=name, subagents=subagents)[0]
 
@@ -197,7 +197,7 @@ def agent_workload(n_instances: int, minutes: float, seed: int = 0, rpm_per_inst
 @lru_cache(maxsize=2)
 def trace_file(trace: str) -> Workload:
     """A timestamped trace file or catalog name, loaded once per process (``loaders.load_trace``)."""
-    from ..workload.loaders import load_trace
+    from .workload.loaders import load_trace
 
     return load_trace(trace)
 
@@ -234,7 +234,7 @@ def run_point(workload: Workload, cluster: ClusterConfig, policy: str, load: flo
     ``diagnostics`` adds the measured window's mechanism diagnostics (``SimResult.diagnostics``).
     The engine's wall time is left out, so a sweep's results depend only on its inputs.
     """
-    from ..cluster.simulate import simulate
+    from .cluster.simulate import simulate
 
     merged = dict(params or {})
     for key, val in param_overrides.items():
