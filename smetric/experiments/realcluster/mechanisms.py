@@ -34,11 +34,11 @@ MECHANISMS = {
 METRICS = ("e2e_mean_s", "ttft_mean_s", "itl_mean_s")
 
 
-def mechanism_stack(row: str, mechanism: str) -> ServingStack:
+def mechanism_stack(row: str | ServingStack, mechanism: str) -> ServingStack:
     """``legacy`` with the fields of ``mechanism`` taken from engine row ``row`` (``all``: the row itself)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; known: {', '.join(MECHANISMS)}")
-    full = parse(row)
+    full = row if isinstance(row, ServingStack) else parse(row)
     if MECHANISMS[mechanism] is None:
         return full
     legacy = ServingStack.preset("legacy")
@@ -53,9 +53,10 @@ def mechanism_frame(specs: Sequence[ExperimentSpec], mechanisms: Sequence[str] =
     frames = []
     by_row: dict[str, list[ExperimentSpec]] = {}
     for spec in specs:
-        by_row.setdefault(spec.engine_behaviour()["engine"], []).append(spec)
+        by_row.setdefault(str(spec.cluster["engine"]), []).append(spec)
     for mechanism in mechanisms:
-        for row, group in by_row.items():
+        for group in by_row.values():
+            row = group[0].engine_behaviour()["engine"]
             predicted = predict_all(group, quick=quick, jobs=jobs, engine=mechanism_stack(row, mechanism))
             frames.append(scoring.error_frame(group, predicted).assign(mechanism=mechanism))
     return pd.concat(frames, ignore_index=True)

@@ -15,7 +15,9 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
 * ``cluster.kv_tokens``: HBM KV tokens per instance as measured (``null`` = the performance model's estimate);
   ``cpu_offload``: host-DRAM KV tier per instance in GB (``0``/``false`` = none); ``engine``: the serving engine
   and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``) or a row name of ``data/perf/serving_stack.json``: it
-  selects the family's behaviours of :data:`ENGINE_BEHAVIOURS` and the serving-stack row of that version.
+  selects the family's behaviours of :data:`ENGINE_BEHAVIOURS` and the serving-stack row of that version; fields of
+  the row may be replaced where the harness says so (``vllm-0.19.0:api_server_s=0,...``: timestamps taken inside
+  the engine see no time outside it).
 * ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names);
   ``recorded-requests`` replays a recorded run (``params: {bundle: FOLDER}``, relative to ``data/validation``;
   :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
@@ -191,10 +193,12 @@ class ExperimentSpec:
     def engine_behaviour(self) -> dict:
         """ClusterConfig fields the serving engine (``cluster.engine``) selects: its family's KV allocation and the
         serving-stack row of its version (:mod:`smetric.cluster.serving_stack`)."""
-        from ...cluster.serving_stack import resolve
+        from ...cluster.serving_stack import parse, resolve
 
-        family = str(self.cluster["engine"]).split("-")[0].lower()
-        return {**ENGINE_BEHAVIOURS.get(family, {}), "engine": resolve(self.cluster["engine"])}
+        engine = str(self.cluster["engine"])
+        family = engine.split("-")[0].lower()
+        row = parse(engine) if ":" in engine else resolve(engine)
+        return {**ENGINE_BEHAVIOURS.get(family, {}), "engine": row}
 
 
 def _check_cluster(path, cluster: Mapping) -> None:
@@ -221,10 +225,10 @@ def _check_cluster(path, cluster: Mapping) -> None:
     for key in ("weight_dtype", "kv_dtype"):
         if not isinstance(cluster[key], str) or cluster[key] not in DTYPES:
             _fail(path, f"cluster.{key}", f"must be one of {sorted(DTYPES)}, got {cluster[key]!r}")
-    from ...cluster.serving_stack import resolve
+    from ...cluster.serving_stack import parse
 
     try:
-        resolve(cluster["engine"])
+        parse(cluster["engine"])
     except ValueError as exc:
         _fail(path, "cluster.engine", str(exc))
 
