@@ -13,8 +13,8 @@ Every harness measures the requests *sent* in the measured stages (bucketed by t
 
   - ``inference-perf``: stream chunks arrive in pairs (ITL p50 ~ 0-35 us), so its per-chunk ITL and TPOT are about
     *half* the per-token decode time (BLIS ID 7: TPOT 8.96 ms against (E2E - TTFT)/(out - 1) = 18.1 ms;
-    inference-sim/sim-to-real-accuracy-validation's published run summaries). Modelled as 0.5 x the per-request mean decode time per token,
-    averaged over requests; a stated property of that harness, not a fitted factor;
+    inference-sim/sim-to-real-accuracy-validation's published run summaries). Modelled as 0.5 x the per-request
+    mean decode time per token, averaged over requests; a stated property of that harness, not a fitted factor;
   - ``blis`` (the sim-to-real validation's ``itl_mean``): (E2E mean - TTFT mean) / (output mean - 1), a ratio of
     means, whose output mean is the one its *client* counted by re-tokenising the stream (inference-sim/
     sim-to-real-accuracy-validation ``experiment/ground_truth.py``), not the tokens the engine generated (with
