@@ -11,7 +11,9 @@ import csv
 import importlib.util
 import json
 import math
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +27,8 @@ from smetric.experiments.realcluster.spec import SpecError, check_spec, load_spe
 ROOT = run_context().root
 VALIDATION = [s for s in load_specs(spec_paths()) if s.name.startswith("blis-")]
 CALIBRATION = load_specs(spec_paths(ROOT / "data" / "calibration"))
-SHARED = ROOT.parent / "shared" / "validation"  # the published run lists, where this checkout has them
+# the folder holding the published run lists (blis_eval_runs.csv, blis_trainval_runs.csv), where one is given
+RUN_LISTS = os.environ.get("SMETRIC_BLIS_RUN_LISTS")
 RUN_ID = re.compile(r"^(\d{8}-\d{6}|\d+)-")
 
 _gen_spec = importlib.util.spec_from_file_location("make_blis_specs", ROOT / "scripts" / "make_blis_specs.py")
@@ -62,13 +65,14 @@ def test_client_output_mean_is_the_published_triple(spec):
     assert spec.workload["params"]["output_len"] > 1  # the engine generates the nominal length
 
 
-@pytest.mark.skipif(not (SHARED / "blis_eval_runs.csv").is_file(), reason="no published run lists in this checkout")
+@pytest.mark.skipif(not RUN_LISTS or not (Path(RUN_LISTS) / "blis_eval_runs.csv").is_file(),
+                    reason="SMETRIC_BLIS_RUN_LISTS names no folder with the published run lists")
 @pytest.mark.parametrize(("csv_name", "specs", "key", "columns"), [
     ("blis_eval_runs.csv", VALIDATION, "id", gen.TEST_COLUMNS),
     ("blis_trainval_runs.csv", CALIBRATION, "experiment", gen.TRAIN_COLUMNS),
 ])
 def test_every_listed_run_has_a_spec_with_its_numbers(csv_name, specs, key, columns):
-    with open(SHARED / csv_name, newline="") as fh:
+    with open(Path(RUN_LISTS) / csv_name, newline="") as fh:
         rows = {row[key]: row for row in csv.DictReader(fh)}
     by_run = {(_run_id(s) if key == "id" else s.source["run"]): s for s in specs}
     assert set(by_run) == set(rows)
