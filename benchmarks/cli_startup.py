@@ -2,7 +2,7 @@
 interpreter start, imports, trace load, cached-kernel load, simulation and printing, timed from outside.
 
 Rows: the whole process (wall, CPU, peak RSS), and the same interpreter doing only the imports the command needs
-(``smetric.cluster.cli_cmds`` and the simulate path), which is the floor that no work on the run itself can lower.
+(``smetric.cli.simulate`` and the simulate path), which is the floor that no work on the run itself can lower.
 SplitwiseSim is reported to take 15.5 s wall for the same trace on 40 instances (engine_peer.py; ``peers.py``
 measures it side by side where it is installed). Targets: <= 1.0 s whole process on a quiet machine (>= 10x the
 peer's whole process); on a busy machine wall time includes waiting for a core, so CPU is reported too. Medians of
@@ -21,7 +21,7 @@ from benchmarks.common import Row, run_main, run_process
 PEER_WALL_S = 15.5
 COMMAND = ["simulate", "--trace", "azure-conv", "--policy", "smetric", "--instances", "40", "--model", "llama-2-70b",
            "--gpu", "h100", "--tp", "8", "--json"]
-IMPORTS = ("import smetric.cluster.cli_cmds, smetric.cluster.simulate, smetric.workload.cli_cmds, "
+IMPORTS = ("import smetric.cli.simulate, smetric.cluster.simulate, smetric.cli.workload, "
            "smetric.workload.loaders, smetric.outputs")
 
 

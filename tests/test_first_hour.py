@@ -192,7 +192,7 @@ def _simulate_args(*extra):
 
 
 def test_testbed_defaults_are_exactly_paper_cluster():
-    from smetric.cluster.cli_cmds import cluster_from_args
+    from smetric.cli.simulate import cluster_from_args
     from smetric.testbeds import paper_cluster
 
     assert cluster_from_args(_simulate_args("--testbed-defaults", "30b")) == paper_cluster("30b")

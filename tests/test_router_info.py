@@ -160,7 +160,7 @@ def test_cluster_config_rejects_a_non_router_info():
 def _cli_args(*extra):
     import argparse
 
-    from smetric.cluster.cli_cmds import register_simulate
+    from smetric.cli.simulate import register_simulate
 
     parser = argparse.ArgumentParser()
     register_simulate(parser)
@@ -168,7 +168,7 @@ def _cli_args(*extra):
 
 
 def test_cli_router_flags_build_the_router_info():
-    from smetric.cluster.cli_cmds import _router_info
+    from smetric.cli.simulate import _router_info
 
     assert _router_info(_cli_args("--policy", "llm-d")) == RouterInfo()
     info = _router_info(_cli_args("--policy", "llm_d", "--as-deployed", "--router-replicas", "4",

@@ -32,7 +32,7 @@ def _imported_after(code: str) -> dict:
 
 
 def test_the_simulate_modules_import_no_dataframe_or_plotting_library():
-    seen = _imported_after("import smetric.cluster.simulate, smetric.cluster.cli_cmds, smetric.workload.loaders, "
+    seen = _imported_after("import smetric.cluster.simulate, smetric.cli.simulate, smetric.workload.loaders, "
                            "smetric.policies")
     assert not any(seen[m] for m in HEAVY), seen
 

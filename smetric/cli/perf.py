@@ -9,9 +9,9 @@ import sys
 
 def register_perf(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric perf``."""
-    from .gpus import gpu_names
-    from .models import model_names
-    from .perfmodel import DTYPES
+    from ..hardware.gpus import gpu_names
+    from ..hardware.models import model_names
+    from ..hardware.perfmodel import DTYPES
 
     parser.description = "Predicted time of one engine iteration (calibrated PerfModel)."
     parser.add_argument("--model", required=True, help=f"one of: {', '.join(model_names())}")
@@ -37,7 +37,7 @@ def register_perf(parser: argparse.ArgumentParser) -> None:
 
 def _evaluate(args: argparse.Namespace) -> tuple[str, float, dict]:
     """``("seconds", s, inputs)`` or ``("kv_capacity_tokens", n, inputs)``; ValueError on inconsistent flags."""
-    from .perfmodel import PerfModel
+    from ..hardware.perfmodel import PerfModel
 
     if args.cached and args.prefill is None:
         raise ValueError("--cached only applies to --prefill")

@@ -34,7 +34,7 @@ def register_reproduce(parser: argparse.ArgumentParser) -> None:
 
 def run_reproduce(args: argparse.Namespace) -> int:
     """Check the arguments, run the notebooks, print the runtime table; exit 1 if any failed, 2 on bad arguments."""
-    from .reproduce import parse_parameter, reproduce
+    from ..experiments.reproduce import parse_parameter, reproduce
 
     def fail(message: str) -> int:
         print(f"smetric reproduce: {message}", file=sys.stderr)
@@ -47,7 +47,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
         params = dict(parse_parameter(p) for p in args.param)
     except ValueError as exc:
         return fail(f"-p: {exc}")
-    from .sweep import sweep_environment
+    from ..experiments.sweep import sweep_environment
 
     os.environ.update(sweep_environment(jobs=args.sweep_jobs, scheduler=args.scheduler))
     try:

@@ -24,7 +24,7 @@ def _format_param(spec, name) -> str:
 
 def run_policies(args: argparse.Namespace) -> int:
     """Print the listing; exit 2 on an unknown policy name."""
-    from .registry import available, describe, get
+    from ..policies.registry import available, describe, get
 
     try:
         specs = [get(n) for n in args.names] if args.names else available()

@@ -1,8 +1,9 @@
 """The ``smetric`` command line: reproduce, simulate, validate, calibrate, policies, characterize, synth, perf.
 
-Each subcommand lives in a module of its domain, mostly ``cli_cmds`` (``register_<name>`` adds its arguments,
-``run_<name>`` runs it) and is listed in ``_COMMANDS``. Only the chosen subcommand's module is
-imported, so ``smetric simulate`` loads the engine but not the figure or synthetic-workload code.
+Each subcommand has a module of this package (``register_<name>`` adds its arguments, ``run_<name>`` runs it;
+``characterize`` and ``synth`` share :mod:`smetric.cli.workload`, ``calibrate`` lives with the fit in
+:mod:`smetric.experiments.realcluster.calibrate`) and is listed in ``_COMMANDS``. Only the chosen subcommand's
+module is imported, so ``smetric simulate`` loads the engine but not the figure or synthetic-workload code.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ import argparse
 import importlib
 import sys
 
-from .optional_imports import NUMBA_EXTRAS, hidden
+from ..optional_imports import NUMBA_EXTRAS, hidden
 
 # name -> (module holding register_<name> and run_<name>, one-line help)
 _COMMANDS = {
-    "reproduce": ("smetric.experiments.cli_cmds",
+    "reproduce": ("smetric.cli.reproduce",
                   "execute the figure notebooks (a plain full run refreshes figures/ and notebooks/)"),
-    "characterize": ("smetric.workload.cli_cmds", "reuse, locality and session statistics of a trace"),
-    "synth": ("smetric.workload.cli_cmds", "generate synthetic agent or chat sessions as a trace file"),
-    "perf": ("smetric.hardware.cli_cmds", "predicted time of one engine iteration"),
-    "policies": ("smetric.policies.cli_cmds", "list the routing policies and their parameters"),
-    "simulate": ("smetric.cluster.cli_cmds", "replay a trace on a simulated cluster with a routing policy"),
-    "validate": ("smetric.experiments.realcluster.cli_cmds", "replay published real-cluster runs, score the errors"),
+    "characterize": ("smetric.cli.workload", "reuse, locality and session statistics of a trace"),
+    "synth": ("smetric.cli.workload", "generate synthetic agent or chat sessions as a trace file"),
+    "perf": ("smetric.cli.perf", "predicted time of one engine iteration"),
+    "policies": ("smetric.cli.policies", "list the routing policies and their parameters"),
+    "simulate": ("smetric.cli.simulate", "replay a trace on a simulated cluster with a routing policy"),
+    "validate": ("smetric.cli.validate", "replay published real-cluster runs, score the errors"),
     "calibrate": ("smetric.experiments.realcluster.calibrate",
                   "fit the parameters without a public source on the training runs (data/calibration/)"),
 }
@@ -61,6 +62,3 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.close()
             return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

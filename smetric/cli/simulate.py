@@ -7,10 +7,10 @@ import json
 import math
 import sys
 
-from .config import KV_ALLOCATIONS, REPLAYS
-from .queueing import DISCIPLINES
-from .router_info import ASSIGNMENTS
-from .serving_stack import ENGINE_ROWS
+from ..cluster.config import KV_ALLOCATIONS, REPLAYS
+from ..cluster.queueing import DISCIPLINES
+from ..cluster.router_info import ASSIGNMENTS
+from ..cluster.serving_stack import ENGINE_ROWS
 
 _INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_rejected", "n_sessions", "n_sessions_completed")
 
@@ -29,8 +29,8 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric simulate``."""
     from ..hardware.efficiency import ATTENTION_CALIBRATIONS
     from ..hardware.perfmodel import DTYPES
-    from ..workload.cli_cmds import add_limit_arguments
     from ..workload.loaders import FORMATS
+    from .workload import add_limit_arguments
 
     parser.description = ("Replay a trace on a simulated cluster with a routing policy and print the summary "
                           "(goodput, throughput, hit ratios, imbalance, SLO attainment, TTFT/TPOT percentiles). "
@@ -147,8 +147,8 @@ def _router_info(args: argparse.Namespace):
     """The RouterInfo of the router flags (over the policy's 'as deployed' entry with ``--as-deployed``)."""
     import dataclasses
 
+    from ..cluster.router_info import RouterInfo
     from ..policies import registry
-    from .router_info import RouterInfo
 
     base = RouterInfo.as_deployed(registry.get(args.policy).name) if args.as_deployed else RouterInfo()
     given = {"refresh_s": args.router_refresh, "kv_refresh_s": args.kv_refresh,
@@ -159,9 +159,9 @@ def _router_info(args: argparse.Namespace):
 
 def run_simulate(args: argparse.Namespace) -> int:
     """Check the output, load, simulate, print; exit 1 on an unreadable trace or output, 2 on bad arguments."""
+    from ..cluster.simulate import simulate
     from ..outputs import check_output
-    from ..workload.cli_cmds import read_for_cli
-    from .simulate import simulate
+    from .workload import read_for_cli
 
     try:
         if args.out:
@@ -209,10 +209,10 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def cluster_from_args(args: argparse.Namespace):
     """The :class:`ClusterConfig` that ``smetric simulate``'s arguments describe."""
-    from .config import ClusterConfig, GlobalStore
-    from .connector import KVConnector
-    from .queueing import QueueDiscipline
-    from .serving_stack import parse as parse_engine
+    from ..cluster.config import ClusterConfig, GlobalStore
+    from ..cluster.connector import KVConnector
+    from ..cluster.queueing import QueueDiscipline
+    from ..cluster.serving_stack import parse as parse_engine
 
     base = _base_fields(args)
     block = {} if args.block_size is None else {"block_size": args.block_size}
@@ -263,7 +263,7 @@ def _base_fields(args: argparse.Namespace) -> dict:
 def _with_rejections(summary: dict, result) -> dict:
     """``summary`` with ``n_rejected`` after ``n_unfinished``: requests that can never fit one instance's KV,
     rejected at arrival; a warning line names the cause and the largest request against the capacity."""
-    from .result_raw import REASON_NAMES, REASON_TOO_LARGE
+    from ..cluster.result_raw import REASON_NAMES, REASON_TOO_LARGE
 
     rq = result.columns("requests")
     too_large = rq["status"] == REASON_NAMES[REASON_TOO_LARGE]

@@ -7,9 +7,9 @@ import json
 import math
 import sys
 
-from .characterize import DEFAULT_LRU_BLOCKS
-from .loaders import FORMATS, NATIVE_BLOCK_SIZE
-from .writers import WRITERS
+from ..workload.characterize import DEFAULT_LRU_BLOCKS
+from ..workload.loaders import FORMATS, NATIVE_BLOCK_SIZE
+from ..workload.writers import WRITERS
 
 _COUNT_KEYS = ("n_requests", "n_sessions", "block_size")  # printed as JSON integers (NaN -> null)
 
@@ -24,8 +24,8 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_for_cli(command: str, args: argparse.Namespace, **options):
     """``(workload, 0)``, or ``(None, exit code)`` after printing why: 1 unreadable trace, 2 bad arguments."""
-    from .errors import TraceFormatError
-    from .loaders import TraceLimits, load_trace
+    from ..workload.errors import TraceFormatError
+    from ..workload.loaders import TraceLimits, load_trace
 
     try:
         limits = TraceLimits.from_env(max_line_bytes=args.max_line_bytes, max_tokens=args.max_tokens)
@@ -65,10 +65,10 @@ def run_characterize(args: argparse.Namespace) -> int:
     """Load the trace, print its statistics; exit 1 on an unreadable trace, 2 on bad arguments."""
     import pandas as pd
 
-    from .arrivals import workload_burstiness
-    from .characterize import characterize
-    from .context import workload_compactions
-    from .fanout import workload_fanout
+    from ..workload.arrivals import workload_burstiness
+    from ..workload.characterize import characterize
+    from ..workload.context import workload_compactions
+    from ..workload.fanout import workload_fanout
 
     replay = {"shared_prefix": True} if args.shared_prefix else {}
     if args.subagents:
@@ -95,7 +95,7 @@ def run_characterize(args: argparse.Namespace) -> int:
 def register_synth(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``smetric synth``."""
     from ..testbeds import DEFAULT_WORKLOAD, WARMUP_MINUTES
-    from .synthetic import PRESETS
+    from ..workload.synthetic import PRESETS
 
     parser.description = ("Generate synthetic sessions of a named preset (agent or chat) and write them as a Mooncake "
                           "or Bailian trace. Without --block-size the format's native block size is used. With "
@@ -124,8 +124,8 @@ def register_synth(parser: argparse.ArgumentParser) -> None:
 def run_synth(args: argparse.Namespace) -> int:
     """Check the output, generate, write, print a one-line summary; exit 2 on bad parameters, 1 on a failed write."""
     from ..outputs import check_output
-    from .synthetic import get_preset, synth_workload, with_overrides
-    from .writers import write_trace
+    from ..workload.synthetic import get_preset, synth_workload, with_overrides
+    from ..workload.writers import write_trace
 
     overrides = {"block_size": args.block_size or NATIVE_BLOCK_SIZE[args.format]}
     if args.requests_per_minute is not None:
