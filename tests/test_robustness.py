@@ -11,13 +11,13 @@ from smetric.experiments.robustness import (
     MAP_COLUMNS,
     ClaimSpec,
     Variant,
-    choose_setup,
     factorial,
     one_at_a_time,
     peak_compute,
     plot_robustness,
     robustness_map,
 )
+from smetric.experiments.setup_choice import choose_setup
 from smetric.experiments.sweep import SweepError
 from smetric.experiments.verdicts import parse_paper_value
 

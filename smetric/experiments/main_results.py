@@ -60,6 +60,7 @@ from .screening import (
     screening_note,
     split_screening,
 )
+from .setup_choice import choose_setup
 from .sweep import sweep
 from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_value, seed_peaks
 
@@ -383,12 +384,10 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
 
 
 def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = False):
-    """The PD split choice (:func:`~smetric.experiments.robustness.choose_setup`; default the goodput rule): the
+    """The PD split choice (:func:`~smetric.experiments.setup_choice.choose_setup`; default the goodput rule): the
     split whose best baseline has the highest seed-mean peak ``choose_by`` and each split's comparator, fixed on the
     screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
     ``each=True``, over every baseline) and its verdict (C14) in every split."""
-    from .robustness import choose_setup
-
     return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by, paper=_paper("C14_pd_prefill"),
                         each=each)
 
