@@ -90,7 +90,8 @@ def _table(name: str) -> dict:
 
 def fittable_parameters() -> dict[str, Fittable]:
     """Every parameter the two tables declare fittable (serving-stack ones first), each checked: a field of its
-    table's dataclass, ``0 <= low < high``, an odd number of ``points`` >= 3, and no row giving it a source."""
+    table's dataclass, ``0 <= low < high``, an odd number of ``points`` >= 3, no row giving it a source and not one
+    of the efficiency fields fitted from the measured profiles."""
     from ...cluster.serving_stack import ServingStack
     from ...hardware.calibration import ATTENTION_FIELDS, LINEAR_FIELDS
     from ...hardware.efficiency import Efficiency
@@ -121,7 +122,7 @@ def fittable_parameters() -> dict[str, Fittable]:
 # ------------------------------------------------------------------------------------------------ training specs
 
 def _relative(path) -> str:
-    """``path`` relative to the checkout (stable across checkouts), else as given."""
+    """``path`` relative to the checkout (stable across checkouts), else absolute."""
     path = Path(path).resolve()
     root = run_context().root
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
