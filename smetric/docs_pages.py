@@ -140,7 +140,7 @@ def claims_points() -> str:
 def figure_findings() -> str:
     """Per figure: its subject (the module docstring's first line), notebook, data file, claims and the findings
     its module computes from the committed CSV."""
-    from .experiments.figure import figure_modules
+    from .experiments.figures import figure_modules
 
     claims = pd.read_csv(_record() / "claims.csv")
     out = []

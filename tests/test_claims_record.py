@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from smetric.experiments.claims import README_BEGIN, README_END, paper_claims, summary_table, tidy_claims
-from smetric.experiments.figure import csv_frames, figure_id, figure_modules
+from smetric.experiments.figures import csv_frames, figure_id, figure_modules
 from smetric.experiments.reproduce import repo_root
 
 FIGURES = repo_root() / "figures"

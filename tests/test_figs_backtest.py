@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from smetric.experiments import backtest
-from smetric.experiments.figure import figure_modules
+from smetric.experiments.figures import figure_modules
 
 
 @pytest.mark.parametrize("name", sorted(figure_modules()))

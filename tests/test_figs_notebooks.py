@@ -9,7 +9,8 @@ import papermill as pm
 import pytest
 
 from smetric.context import run_context
-from smetric.experiments.figure import FigureParams, check_module, figure_module, figure_modules, param
+from smetric.experiments.figure import FigureParams, check_module, param
+from smetric.experiments.figures import figure_module, figure_modules
 
 NOTEBOOKS = run_context().notebooks_dir
 NAMES = sorted(figure_modules())

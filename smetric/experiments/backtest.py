@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..context import run_context
-from .figure import csv_frames, figure_id, figure_module, figure_modules, figure_name
+from .figures import csv_frames, figure_id, figure_module, figure_modules, figure_name
 
 __all__ = ["RTOL", "ATOL", "expected_dir", "quick_outputs", "compare", "check", "write_expected", "main"]
 

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
+from .figures import csv_frames, figure_id, figure_modules
 from .readme_blocks import rewrite_block
 from .verdicts import (
     UNDETERMINED,
@@ -299,8 +300,6 @@ def recompute_claims(figures: str | Path | None = None) -> list[str]:
     """Re-derive every figure's claims from its committed CSV (``figures/<name>.csv``, per-seed rows) with the
     current rules, rewrite the figures' claims files (second rows included) and the joined tables; returns the
     names of the figures recomputed. Nothing is simulated."""
-    from .figure import csv_frames, figure_id, figure_modules
-
     out = Path(figures) if figures is not None else figures_dir()
     done = []
     for name, module in figure_modules().items():

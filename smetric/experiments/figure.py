@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib
-import pkgutil
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import ModuleType
@@ -32,9 +30,9 @@ from typing import Any
 import pandas as pd
 
 from ..context import RunContext, run_context
+from .figures import csv_frames, figure_id, figure_name
 
-__all__ = ["FigureParams", "param", "figure_modules", "figure_module", "figure_name", "figure_id", "check_module",
-           "csv_frames", "save", "report", "REQUIRED"]
+__all__ = ["FigureParams", "param", "check_module", "save", "report", "REQUIRED"]
 
 #: What every figure module must define.
 REQUIRED = ("Params", "compute", "plot", "claims")
@@ -116,40 +114,6 @@ class FigureParams:
     def as_dict(self) -> dict[str, Any]:
         """The parameters as a plain dict (tuples stay tuples)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-def figure_modules() -> dict[str, ModuleType]:
-    """Every figure module, by name (``fig00_perf_model`` ...), in figure order."""
-    from . import figures
-
-    names = sorted(m.name for m in pkgutil.iter_modules(figures.__path__) if m.name.startswith("fig"))
-    return {name: importlib.import_module(f"{figures.__name__}.{name}") for name in names}
-
-
-def figure_module(name: str) -> ModuleType:
-    """The figure module whose name starts with ``name`` (``fig05`` or ``fig05_load_metric``)."""
-    matches = [m for n, m in figure_modules().items() if n.startswith(name)]
-    if len(matches) != 1:
-        raise ValueError(f"{name!r} matches {len(matches)} figures; known: {sorted(figure_modules())}")
-    return matches[0]
-
-
-def figure_name(module: ModuleType) -> str:
-    """``fig05_load_metric``: the module's (and its notebook's, and its files') name."""
-    return module.__name__.rsplit(".", 1)[-1]
-
-
-def figure_id(module: ModuleType) -> str:
-    """``fig05``: the id its claims are recorded under."""
-    return figure_name(module).split("_", 1)[0]
-
-
-def csv_frames(module: ModuleType, df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Every CSV the figure writes: ``<name>.csv`` = ``df`` plus the module's ``tables(df)``."""
-    out = {figure_name(module): df}
-    if hasattr(module, "tables"):
-        out.update(module.tables(df))
-    return out
 
 
 def save(module: ModuleType, fig, df: pd.DataFrame, context: RunContext | None = None) -> list[Path]:
