@@ -3,7 +3,7 @@
 One function, :func:`harness_workload`, turns a harness's own parameters and a load ladder into a
 :class:`HarnessWorkload`: the requests in send order (a :class:`~smetric.workload.core.Workload`), the
 load stage each was sent in, and whether it must replay closed. Prompts carry chained block ids built
-from their token *content* (see :class:`_Chains`): equal ids mean the harness really sends the same
+from their token *content* (see :class:`BlockChains`): equal ids mean the harness really sends the same
 tokens up to that block, so a re-sent identical prompt hits on the whole prompt, including its partial
 last block, and distinct prompts share only their common history's full blocks.
 
@@ -95,6 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import Workload
+from .harness_base import BlockChains, HarnessWorkload
 
 __all__ = ["ARRIVALS", "KINDS", "HarnessWorkload", "harness_workload"]
 
@@ -133,76 +134,6 @@ _TAG_TOKENS = 3              # "User:" / "Assistant:" (2 tokens, the space merge
 _BOS = 1                     # the tokenizer's BOS, counted in prompt_len and in max_tokens
 _MAX_PROMPT = 8192           # benchmark_serving.py: prompts longer than this are pruned
 _MIN_LEN = 4                 # benchmark_serving.py: prompt or completion shorter than this is pruned
-
-
-@dataclass(frozen=True)
-class HarnessWorkload:
-    """Requests of one harness run in send order, the load stage of each, and the replay they need.
-
-    Attributes:
-        workload: the requests, sorted by arrival (absolute send time, s).
-        stage: int64 per request, index of the load stage it was sent in.
-        closed: True when the engine must replay closed (parents are a session's previous round or a
-            concurrency slot's previous request).
-    """
-
-    workload: Workload
-    stage: np.ndarray
-    closed: bool
-
-    def __post_init__(self) -> None:
-        stage = np.ascontiguousarray(self.stage, dtype=np.int64)
-        if len(stage) != len(self.workload):
-            raise ValueError(f"stage has {len(stage)} rows, workload has {len(self.workload)}")
-        if len(stage) and (stage.min() < 0 or np.any(np.diff(stage) < 0)):
-            raise ValueError("stage must be non-negative and non-decreasing in send order")
-        stage.setflags(write=False)
-        object.__setattr__(self, "stage", stage)
-
-
-# ---------------------------------------------------------------------------------------------- blocks
-class _Chains:
-    """Chained block ids interned from token content.
-
-    A prompt is a list of segments ``(uid, tokens)``: equal uids are equal text. Block ``j``'s id is
-    interned from (block ``j-1``'s id, the segment pieces covering its tokens), so two prompts get the
-    same id at ``j`` exactly when their first ``min(L, (j+1)*B)`` tokens are the same content.
-    """
-
-    def __init__(self, block_size: int) -> None:
-        self.block_size = block_size
-        self._ids: dict[tuple, int] = {}
-        self._uids = 0
-
-    def uid(self) -> int:
-        """A fresh content id (one random text of the harness)."""
-        self._uids += 1
-        return self._uids
-
-    def ids(self, segments: Sequence[tuple[int, int]], known: np.ndarray | None = None) -> np.ndarray:
-        """Block ids of the prompt ``segments``; ``known``: ids of leading full blocks already computed."""
-        B = self.block_size
-        seg = [(u, n) for u, n in segments if n > 0]
-        ends = np.cumsum([n for _, n in seg], dtype=np.int64)
-        total = int(ends[-1]) if len(ends) else 0
-        out = np.empty(-(-total // B), dtype=np.int64)
-        k = 0 if known is None else len(known)
-        out[:k] = known if k else out[:0]
-        prev = int(out[k - 1]) if k else 0
-        s = 0
-        for j in range(k, len(out)):
-            lo, hi = j * B, min((j + 1) * B, total)
-            pieces = []
-            while lo < hi:
-                while ends[s] <= lo:
-                    s += 1
-                start = int(ends[s]) - seg[s][1]
-                take = min(hi, int(ends[s])) - lo
-                pieces.append((seg[s][0], lo - start, take))
-                lo += take
-            prev = self._ids.setdefault((prev, tuple(pieces)), len(self._ids) + 1)
-            out[j] = prev
-        return out
 
 
 @dataclass(frozen=True)
@@ -344,7 +275,7 @@ def _fit_interval(gaps: np.ndarray, span: float) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- datasets
-def _group_prompts(chains: _Chains, n_groups: int, per_group: int, system_len: int, question_len: int,
+def _group_prompts(chains: BlockChains, n_groups: int, per_group: int, system_len: int, question_len: int,
                    order: np.ndarray) -> list[list[tuple[int, int]]]:
     """Segments of ``n_groups`` system prompts x ``per_group`` distinct questions, listed in ``order``."""
     systems = [chains.uid() for _ in range(n_groups)]
@@ -352,7 +283,7 @@ def _group_prompts(chains: _Chains, n_groups: int, per_group: int, system_len: i
     return [segs[i] for i in order]
 
 
-def _fixed_set(chains: _Chains, segments: list[list[tuple[int, int]]], output_len: int) -> _Prompts:
+def _fixed_set(chains: BlockChains, segments: list[list[tuple[int, int]]], output_len: int) -> _Prompts:
     """A fixed set of prompts (re-sent verbatim) with one output length."""
     n = len(segments)
     return _Prompts.of([sum(t for _, t in sg) for sg in segments], np.full(n, output_len),
@@ -372,7 +303,7 @@ def _scale_to_mean(shape: np.ndarray, target: float, fn, what: str) -> float:
     return hi
 
 
-def _conversations(chains: _Chains, p: Mapping[str, object], rng: np.random.Generator) -> _Prompts:
+def _conversations(chains: BlockChains, p: Mapping[str, object], rng: np.random.Generator) -> _Prompts:
     """KubeAI's prompt/completion pairs from synthesized threads, kept, shuffled and pruned as the harness does."""
     keep = int(p["max_conversations"])
     threads, pairs = [], 0
@@ -455,7 +386,7 @@ def harness_workload(kind: str, params: Mapping[str, object], load: Mapping[str,
     p = _params(kind, params)
     multi_turn = bool(p.get("enable_multi_turn_chat", False))
     arrival, stages = _stages(kind, load, multi_turn)
-    chains = _Chains(int(block_size))
+    chains = BlockChains(int(block_size))
     rng = np.random.default_rng([seed, 0])
 
     datasets: list[_Prompts] = []   # the stage's dataset: request k of a stage sends its prompt k mod size
@@ -556,7 +487,7 @@ def _assemble(kind: str, arrival: str, stages: list[dict[str, float]], datasets:
     return HarnessWorkload(wl, col["stage"], closed=arrival == "concurrency")
 
 
-def _multi_turn(chains: _Chains, segments: list[list[tuple[int, int]]], output_len: int,
+def _multi_turn(chains: BlockChains, segments: list[list[tuple[int, int]]], output_len: int,
                 times: list[np.ndarray], starts: np.ndarray) -> HarnessWorkload:
     """inference-perf multi-turn: request k of a stage is user ``k mod G*P``'s next round (closed, gap 0)."""
     n_users = len(segments)

@@ -28,7 +28,7 @@ The shape is zxuhan/llm-router's trace generator (``internal/trace/trace.go`` an
 
 Without a table each session draws from its own stream (``default_rng([seed, session])``), so the first N
 sessions of a larger set are the same sessions. Prompt blocks are chained ids interned from token content
-(:class:`smetric.workload.harness._Chains`): the system prefix's full blocks are shared by every session, the
+(:class:`smetric.workload.harness_base.BlockChains`): the system prefix's full blocks are shared by every session, the
 second prefix's by the sessions that carry it, and a turn's prompt keeps every full block of the previous one.
 
 Load: ``{arrival: sessions, stages: [{sessions: N}]}``, one stage (each concurrency point of a sweep is its own
@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import Workload
+from .harness_base import BlockChains, HarnessWorkload
 
 __all__ = ["KIND", "PARAMS", "session_workload"]
 
@@ -204,9 +205,8 @@ def _outputs(p: Mapping[str, object], tool: np.ndarray) -> np.ndarray:
 def session_workload(params: Mapping[str, object], load: Mapping[str, object], seed: int, *, block_size: int = 16,
                      stage_starts: Sequence[float] | None = None):
     """The closed-loop session run of ``params`` (see the module docstring) as a
-    :class:`~smetric.workload.harness.HarnessWorkload` (one stage, closed). ``stage_starts``: ``[t0]`` shifts
+    :class:`~smetric.workload.harness_base.HarnessWorkload` (one stage, closed). ``stage_starts``: ``[t0]`` shifts
     every time by ``t0`` s. Bad input raises ValueError naming the key (or the table's file and row)."""
-    from .harness import HarnessWorkload, _Chains
 
     if not isinstance(params, Mapping) or not isinstance(load, Mapping):
         raise ValueError("params and load must be mappings")
@@ -230,7 +230,7 @@ def session_workload(params: Mapping[str, object], load: Mapping[str, object], s
     shift = 0.0 if stage_starts is None else float(np.asarray(stage_starts, dtype=float).reshape(-1)[0])
     floor = np.maximum.accumulate(cols["min_send_ms"].astype(np.float64), axis=1) / 1000.0 + shift
 
-    chains = _Chains(int(block_size))
+    chains = BlockChains(int(block_size))
     system, second = chains.uid(), chains.uid()
     ids = np.empty((n, turns), dtype=object)
     for s in range(n):
