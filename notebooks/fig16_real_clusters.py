@@ -26,6 +26,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 specs: list = None  # spec names of data/validation/ to replay (empty: every spec)
 scaled: bool = None  # scale every stage to 10 % of its duration and requests (quick; not comparable)
+mechanisms: bool = None  # also replay every spec with the legacy serving stack (before/after) and the single-engine runs with each serving-stack mechanism alone
 
 # %%
 from smetric.context import run_context
@@ -33,7 +34,7 @@ from smetric.experiments.figure import report, save
 from smetric.experiments.figures import fig16_real_clusters as figure
 
 context = run_context(quick=quick)
-params = figure.Params.preset(context.quick, specs=specs, scaled=scaled)
+params = figure.Params.preset(context.quick, specs=specs, scaled=scaled, mechanisms=mechanisms)
 params
 
 # %%

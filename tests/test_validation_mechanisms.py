@@ -7,7 +7,8 @@ import pytest
 
 from smetric.cluster.serving_stack import ServingStack
 from smetric.experiments.realcluster import scoring
-from smetric.experiments.realcluster.mechanisms import MECHANISMS, mechanism_stack, mechanism_table
+from smetric.experiments.realcluster.mechanisms import MECHANISMS, mechanism_stack
+from smetric.experiments.realcluster.scoring import mechanism_table
 
 
 def test_each_mechanism_takes_only_its_fields_from_the_row():

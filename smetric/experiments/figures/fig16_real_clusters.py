@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..figure import FigureParams, param
 from ..realcluster import scoring
-from ..realcluster.mechanisms import MECHANISMS, mechanism_frame, mechanism_table
+from ..realcluster.mechanisms import MECHANISMS, mechanism_frame
 from ..realcluster.plot import plot_real_clusters
 from ..realcluster.runner import predict_all
 from ..realcluster.spec import load_specs, spec_paths
@@ -69,7 +69,7 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     extra = {}
     if "mechanism" in full.columns and (full["mechanism"] == "none").any():
         extra = {"fig16_real_clusters_before_after": scoring.before_after(full),
-                 "fig16_real_clusters_mechanisms": mechanism_table(full)}
+                 "fig16_real_clusters_mechanisms": scoring.mechanism_table(full)}
     return {**extra, "fig16_real_clusters_ratios": scoring.ratio_table(df),
             "fig16_real_clusters_rankings": scoring.ranking_table(df),
             "fig16_real_clusters_blis": scoring.blis_table(df),

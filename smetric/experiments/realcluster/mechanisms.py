@@ -18,20 +18,19 @@ import pandas as pd
 from ...cluster.serving_stack import ServingStack, parse
 from . import scoring
 from .runner import predict_all
+from .scoring import MECHANISM_ORDER
 from .spec import ExperimentSpec
 
-__all__ = ["MECHANISMS", "mechanism_stack", "mechanism_frame", "mechanism_table"]
+__all__ = ["MECHANISMS", "mechanism_stack", "mechanism_frame"]
 
 #: mechanism -> the ServingStack fields it sets (``none``: the legacy row; ``all``: the spec's row)
-MECHANISMS = {
-    "none": (),
-    "iteration": ("iteration_cpu_s", "cpu_overlaps_gpu", "overlap_gap_s"),
-    "lag": ("first_token_lag_iterations",),
-    "outside": ("client_to_router_s", "api_server_s", "after_last_token_s", "stream_per_token_s"),
-    "all": None,
-}
-#: the single-engine metrics whose errors the table reports
-METRICS = ("e2e_mean_s", "ttft_mean_s", "itl_mean_s")
+MECHANISMS = dict(zip(MECHANISM_ORDER, (
+    (),
+    ("iteration_cpu_s", "cpu_overlaps_gpu", "overlap_gap_s"),
+    ("first_token_lag_iterations",),
+    ("client_to_router_s", "api_server_s", "after_last_token_s", "stream_per_token_s"),
+    None,
+)))
 
 
 def mechanism_stack(row: str | ServingStack, mechanism: str) -> ServingStack:
@@ -60,20 +59,3 @@ def mechanism_frame(specs: Sequence[ExperimentSpec], mechanisms: Sequence[str] =
             predicted = predict_all(group, quick=quick, jobs=jobs, engine=mechanism_stack(row, mechanism))
             frames.append(scoring.error_frame(group, predicted).assign(mechanism=mechanism))
     return pd.concat(frames, ignore_index=True)
-
-
-def mechanism_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median absolute relative error per mechanism and metric on the single-engine (``blis`` harness) runs, rows in
-    :data:`MECHANISMS` order, with the number of runs scored (a mechanism without rows is left out)."""
-    scored = frame[frame["metric"].isin(METRICS) & frame["measured"].notna() & (frame["harness"] == "blis")]
-    rows = []
-    for mechanism in MECHANISMS:
-        sub = scored[scored["mechanism"] == mechanism]
-        if sub.empty:
-            continue
-        row = {"mechanism": mechanism, "runs": int(sub["experiment"].nunique())}
-        for metric in METRICS:
-            errors = sub.loc[sub["metric"] == metric, "rel_error"].abs()
-            row[metric] = float(errors.median()) if len(errors) else float("nan")
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["mechanism", "runs", *METRICS])

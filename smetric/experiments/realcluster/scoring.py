@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["THROUGHPUT", "RANK_TIE", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table",
-           "blis_table", "targets", "readme_tables", "render_readme", "as_specified", "before_after"]
+           "blis_table", "targets", "readme_tables", "render_readme", "as_specified", "before_after", "mechanism_table",
+           "MECHANISM_ORDER"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
 _RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
@@ -228,8 +229,6 @@ def readme_tables(df: pd.DataFrame) -> str:
         value = f"{r['value']:.1%}" if r["value"] == r["value"] else ""
         out.append(f"| {r['target']} | {r['rule']} | {value} | **{r['verdict']}** | {r['detail']} |")
     if "mechanism" in full.columns and (full["mechanism"] == "none").any():
-        from .mechanisms import METRICS, mechanism_table
-
         out += ["", "Before and after the serving stack (before: every spec replayed with the `legacy` engine row):",
                 "", "| target | before | | after | |", "|---|--:|---|--:|---|"]
         for _, r in before_after(full).iterrows():
@@ -237,9 +236,11 @@ def readme_tables(df: pd.DataFrame) -> str:
             out.append(f"| {r['target']} | {cells[0]} | {r['verdict_before']} | {cells[1]} | {r['verdict_after']} |")
         table = mechanism_table(full)
         out += ["", "One mechanism at a time from the `legacy` row, median |error| on the single-engine runs:", "",
-                "| mechanism | runs | " + " | ".join(METRICS) + " |", "|---|--:|" + "--:|" * len(METRICS)]
+                "| mechanism | runs | " + " | ".join(MECHANISM_METRICS) + " |",
+                "|---|--:|" + "--:|" * len(MECHANISM_METRICS)]
         for _, r in table.iterrows():
-            out.append(f"| {r['mechanism']} | {r['runs']} | " + " | ".join(f"{r[m]:.1%}" for m in METRICS) + " |")
+            cells = " | ".join(f"{r[m]:.1%}" for m in MECHANISM_METRICS)
+            out.append(f"| {r['mechanism']} | {r['runs']} | {cells} |")
     return "\n".join(out) + "\n"
 
 
@@ -251,3 +252,26 @@ def render_readme(readme, figures) -> bool:
 
     frame = pd.read_csv(Path(figures) / "fig16_real_clusters.csv")
     return rewrite_block(readme, README_BEGIN, README_END, readme_tables(frame))
+
+
+#: the serving-stack mechanisms in table order (:mod:`.mechanisms`) and the single-engine metrics the table reports
+MECHANISM_ORDER = ("none", "iteration", "lag", "outside", "all")
+MECHANISM_METRICS = ("e2e_mean_s", "ttft_mean_s", "itl_mean_s")
+
+
+def mechanism_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median absolute relative error per mechanism and metric on the single-engine (``blis`` harness) runs, rows in
+    :data:`MECHANISM_ORDER` order, with the number of runs scored (a mechanism without rows is left out)."""
+    scored = frame[frame["metric"].isin(MECHANISM_METRICS) & frame["measured"].notna()
+                   & (frame["harness"] == "blis")]
+    rows = []
+    for mechanism in MECHANISM_ORDER:
+        sub = scored[scored["mechanism"] == mechanism]
+        if sub.empty:
+            continue
+        row = {"mechanism": mechanism, "runs": int(sub["experiment"].nunique())}
+        for metric in MECHANISM_METRICS:
+            errors = sub.loc[sub["metric"] == metric, "rel_error"].abs()
+            row[metric] = float(errors.median()) if len(errors) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["mechanism", "runs", *MECHANISM_METRICS])
