@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from spec_support import SMALL
 
 from smetric.cli import main
 from smetric.context import run_context
@@ -25,22 +26,11 @@ DATA = run_context().data_dir
 TEST_SPEC = "data/validation/blis-16-llama-3.1-8b-h100-tp1-general.yaml"
 TP1_TRAINING_SPEC = "data/calibration/blis-train-64-qwen2.5-7b-h100-tp1-roleplay.yaml"
 
-TINY = {
-    "name": "tiny-train",
-    "source": {"repo": "example/repo", "path": "results.md", "commit": "0" * 40, "url": "https://example.org",
-               "note": "hand-made", "harness": "blis", "run": "tiny-1"},
-    "cluster": {"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "instances": 1, "kv_tokens": None,
-                "max_num_batched_tokens": 2048, "max_num_seqs": 128, "block_size": 16, "weight_dtype": "bf16",
-                "kv_dtype": "bf16", "cpu_offload": 0, "gpu_memory_utilization": 0.9, "engine": "vllm-0.15.1"},
-    "workload": {"kind": "shared-prefix", "params": {"num_groups": 2, "num_prompts_per_group": 3,
-                                                      "system_prompt_len": 100, "question_len": 200,
-                                                      "output_len": 20, "enable_multi_turn_chat": False},
-                 "seed": 0},
-    "load": {"arrival": "constant", "stages": [{"rate": 10, "duration": 6}], "measured_stages": "all",
-             "interval_s": 1.0},
-    "routers": {"vllm": {"policy": "round-robin", "params": {}}},
-    "measured": {"vllm": {"e2e_mean_s": 1.0, "ttft_mean_s": 0.1, "itl_mean_s": 0.01}},
-}
+TINY = {**copy.deepcopy(SMALL), "name": "tiny-train",
+        "load": {"arrival": "constant", "stages": [{"rate": 10, "duration": 6}], "measured_stages": "all",
+                 "interval_s": 1.0},
+        "measured": {"vllm": {"e2e_mean_s": 1.0, "ttft_mean_s": 0.1, "itl_mean_s": 0.01}}}
+TINY["source"]["run"] = "tiny-1"
 
 
 def _write(path, doc) -> str:

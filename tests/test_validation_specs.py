@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from spec_support import SMALL
 
 from smetric.cli import main
 from smetric.experiments.realcluster import scoring
@@ -18,24 +19,6 @@ from smetric.experiments.realcluster.runner import replay_router
 from smetric.experiments.realcluster.spec import METRICS, SpecError, check_spec, load_spec, load_specs, spec_paths
 
 SHIPPED = spec_paths()
-
-# a small spec in the schema, as someone else would write it: one vLLM instance, two short drained stages
-SMALL = {
-    "name": "small-test",
-    "source": {"repo": "example/repo", "path": "results.md", "commit": "0" * 40, "url": "https://example.org",
-               "note": "hand-made", "harness": "blis"},
-    "cluster": {"model": "llama-3.1-8b", "gpu": "h100", "tp": 1, "instances": 1, "kv_tokens": None,
-                "max_num_batched_tokens": 2048, "max_num_seqs": 128, "block_size": 16, "weight_dtype": "bf16",
-                "kv_dtype": "bf16", "cpu_offload": 0, "gpu_memory_utilization": 0.9, "engine": "vllm-0.15.1"},
-    "workload": {"kind": "shared-prefix", "params": {"num_groups": 2, "num_prompts_per_group": 3,
-                                                      "system_prompt_len": 100, "question_len": 200,
-                                                      "output_len": 20, "enable_multi_turn_chat": False},
-                 "seed": 0},
-    "load": {"arrival": "constant", "stages": [{"rate": 4, "duration": 3}, {"rate": 8, "duration": 2}],
-             "measured_stages": "all", "interval_s": 1.0},
-    "routers": {"vllm": {"policy": "round-robin", "params": {}}},
-    "measured": {"vllm": {"e2e_mean_s": 0.5, "ttft_mean_s": 0.03, "itl_mean_s": 0.009}},
-}
 
 
 def _write(tmp_path, doc, name="spec.yaml"):
