@@ -63,7 +63,7 @@ def test_variants():
     v = Variant()
     assert v.axes() == {"workload": "bailian-coder", "kv_connector": "lmcache-mooncake", "gpu": "h20",
                         "attention": "fa3", "store": "provisioned", "replay": "closed", "router": "exact",
-                        "arrival": "poisson"}
+                        "arrival": "poisson", "engine": "paper-testbed"}
     grid = _variants()
     assert [x.name for x in grid] == ["gpu=h20, store=provisioned", "gpu=h20, store=50:1",
                                       "gpu=h200, store=provisioned", "gpu=h200, store=50:1"]

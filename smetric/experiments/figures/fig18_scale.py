@@ -5,9 +5,9 @@ per-instance load held fixed at the knee and past it, with one router and with 8
 (:mod:`smetric.experiments.scale`, where the comparator and the three rules are stated).
 
 **Loads** come from fig06's committed full run (``figures/fig06_tps_vs_load_levels.csv``, 30B,
-``bailian-coder``): the knee is the 8x anchor (the comparator's screening peak, 51 requests/min/instance) and
-past it the 9x point (57), the load where fig06 found SMETRIC's one significant gain (+3.2 % over LMetric);
-10x (64) is the collapse (goodput 11 % of the peak), where relative gains compare two failures.
+``bailian-coder``): the knee is the 8x anchor (the comparator's screening peak, 36 requests/min/instance) and
+past it the 9x point (42);
+10x is where goodput collapses, and relative gains would compare two failures.
 :func:`fig06_loads` reads them; a test holds :class:`Params` to that file.
 
 **Router information**: uniform replica assignment. The sourced "as deployed" models of these four
@@ -44,7 +44,7 @@ _FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
 class Params(FigureParams):
     n_instances: tuple[int, ...] = param((32, 128, 512, 1024), "cluster sizes (the rules compare the largest "
                                                                 "with the smallest)")
-    loads: dict = param({"knee": 51.0, "past": 57.0}, "requests/min/instance held fixed as N grows: fig06's 8x "
+    loads: dict = param({"knee": 36.0, "past": 42.0}, "requests/min/instance held fixed as N grows: fig06's 8x "
                                                       "(knee) and 9x (past it) on 30B")
     replicas: tuple[int, ...] = param((1, 8), "router replicas (uniform assignment, each with its own counters)")
     replica_loads: tuple[str, ...] = param(("knee",), "loads run with more than one replica (SMETRIC and the "
