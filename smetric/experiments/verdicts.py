@@ -646,7 +646,8 @@ def claim_columns(intervals: Sequence[Interval], paper: PaperValue, points: Sequ
 
     ``intervals``: one per point of ``paper`` in its order (per condition for ``robust``); ``points`` labels
     them and ``comparators`` names what each compares against (``/``-joined; :func:`point_table` explodes
-    them). ``n_seeds`` is the smallest n over the points; the verdict the weakest Holm-corrected point's.
+    them). ``n_seeds`` is the smallest n over the points that have an interval (0 when none has: a point without
+    one is undetermined and must not take the others' n with it); the verdict the weakest Holm-corrected point's.
     """
     if not intervals:
         raise ValueError("claim_columns needs at least one interval")
@@ -654,8 +655,13 @@ def claim_columns(intervals: Sequence[Interval], paper: PaperValue, points: Sequ
                         [iv.high for iv in intervals], [iv.n for iv in intervals], points, comparators)
     return {"point": "/".join(table["point"]), "comparator": "/".join(table["comparator"]),
             "gain_mean": format_values(table["gain_mean"]), "ci_low": format_values(table["ci_low"]),
-            "ci_high": format_values(table["ci_high"]), "n_seeds": int(table["n_seeds"].min()),
+            "ci_high": format_values(table["ci_high"]), "n_seeds": _determined_n(table),
             "verdict": combine_verdicts(list(table["verdict"]))}
+
+
+def _determined_n(table: pd.DataFrame) -> int:
+    n = table.loc[table["n_seeds"] > 0, "n_seeds"]
+    return int(n.min()) if len(n) else 0
 
 
 def _split(cell, k: int) -> list[str]:
