@@ -94,10 +94,10 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
 
     from benchmarks.common import timed
     from smetric import testbeds
-    from smetric.cluster import engine
+    from smetric.cluster.engine import driver
     from smetric.cluster.inputs import prepare
 
-    engine.compile_engine()
+    driver.compile_engine()
 
     def build():
         workload = testbeds.agent_workload(instances, minutes)
@@ -107,14 +107,14 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
 
     gen_wall, _, (inp, floor_inp) = timed(build)
     rss_workload = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-    default_min = engine.SPARSE_MIN_INSTANCES
+    default_min = driver.SPARSE_MIN_INSTANCES
 
     def run(min_instances: int):
-        engine.SPARSE_MIN_INSTANCES = min_instances
+        driver.SPARSE_MIN_INSTANCES = min_instances
         try:
-            return timed(lambda: engine.run_engine(inp))
+            return timed(lambda: driver.run_engine(inp))
         finally:
-            engine.SPARSE_MIN_INSTANCES = default_min
+            driver.SPARSE_MIN_INSTANCES = default_min
 
     modes = {"cpu_s": default_min}
     if full_view:
@@ -128,7 +128,7 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
             out[key] = min(out.get(key, np.inf), cpu)
             out[key.replace("cpu", "wall")] = min(out.get(key.replace("cpu", "wall"), np.inf), wall)
         if floor_inp is not None:
-            out["cpu_floor_s"] = min(out.get("cpu_floor_s", np.inf), timed(lambda: engine.run_engine(floor_inp))[1])
+            out["cpu_floor_s"] = min(out.get("cpu_floor_s", np.inf), timed(lambda: driver.run_engine(floor_inp))[1])
     first = raws["cpu_s"]
     for key, raw in raws.items():
         for f in (field.name for field in dataclasses.fields(first)):
@@ -136,7 +136,7 @@ def measure_point(instances: int, minutes: float, full_view: bool = True, policy
             if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
                 raise RuntimeError(f"{instances} instances: the {key} run differs from the indexed one in {f}")
     return {"instances": instances, "minutes": minutes, "requests": int(inp.n), **out,
-            "workload_s": gen_wall, "state_mb": engine.state_bytes(inp) / 1e6, "rss_workload_mb": rss_workload,
+            "workload_s": gen_wall, "state_mb": driver.state_bytes(inp) / 1e6, "rss_workload_mb": rss_workload,
             "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
 
 

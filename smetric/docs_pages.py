@@ -7,19 +7,16 @@ and of a plain ``smetric reproduce``). :func:`stale` renders every block in memo
 from the committed text; ``tests/test_docs_pages.py`` fails on any. The sources are the committed record:
 ``figures/*.csv`` (claims, each figure's findings, the real-cluster validation, notebook run times),
 ``benchmarks/results.csv`` (``make bench``), ``data/perf/kv_path.json``, the workload presets' calibration
-bands, the testbeds, ``smetric policies --json``, ``smetric COMMAND --help`` and the engine module's docstring.
+bands, the testbeds, ``smetric policies --json`` and ``smetric COMMAND --help``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
-import importlib.util
 import io
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,24 +211,6 @@ def presets() -> str:
 
 
 # ------------------------------------------------------------------------------------------------ engine
-def engine_semantics() -> str:
-    """The "Engine semantics" part of the engine module's docstring, read from its source (no import), with the
-    reST roles turned into code spans and its underlined headings into level-3 headings."""
-    origin = importlib.util.find_spec("smetric.cluster.engine").origin
-    doc = ast.get_docstring(ast.parse(Path(origin).read_text())) or ""
-    doc = re.sub(r":(?:mod|class|func|data|meth|attr):`~?([^`]+)`", r"``\1``", doc)
-    lines = doc.splitlines()
-    out, i = [], 0
-    while i < len(lines):
-        if i + 1 < len(lines) and lines[i].strip() and re.fullmatch(r"[=\-~]{3,}", lines[i + 1].strip()):
-            out += [f"### {lines[i].strip()}", ""]
-            i += 2
-            continue
-        out.append(lines[i])
-        i += 1
-    return "\n".join(out).strip() + "\n"
-
-
 def invariants() -> str:
     """:data:`INVARIANTS` as a numbered list, each with its test."""
     return "".join(f"{n}. {text}. Checked by `tests/{test}`.\n" for n, (text, test) in enumerate(INVARIANTS, 1))
@@ -359,7 +338,6 @@ BLOCKS = (
     Block("docs/model.md", "kv-path", "data/perf/kv_path.json", kv_path),
     Block("docs/model.md", "presets", "smetric.workload.synthetic.PRESETS", presets),
     Block("docs/engine.md", "invariants", "smetric.docs_pages.INVARIANTS", invariants),
-    Block("docs/engine.md", "semantics", "the docstring of smetric.cluster.engine", engine_semantics),
     Block("docs/performance.md", "benchmarks", "benchmarks/results.csv", benchmarks),
     Block("docs/performance.md", "runtimes", "figures/runtimes.csv", runtimes),
     Block("docs/cli.md", "cli", "smetric --help", cli),

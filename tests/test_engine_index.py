@@ -2,7 +2,7 @@
 
 Random cases of the equivalence tests (1-4 instances, every KV path, router information models with replicas
 and stale snapshots) and busier cases on 12-48 instances, run with the index forced on (it is normally on from
-:data:`~smetric.cluster.engine.SPARSE_MIN_INSTANCES` routable instances) and off: the raw runs are identical
+:data:`~smetric.cluster.engine.driver.SPARSE_MIN_INSTANCES` routable instances) and off: the raw runs are identical
 bit for bit, and equal the reference's. The holder lists and min-trees are checked against the tiers and the
 load columns while the KV caches evict.
 """
@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_engine_equivalence import assert_same_run, cases, tier_cases
 
-from smetric.cluster import engine
 from smetric.cluster.abandonment import Patience
+from smetric.cluster.engine import driver, layout, loop, router_view, routing_index, tiers
 from smetric.cluster.inputs import prepare
 from smetric.cluster.load_index import holder_link, holder_unlink, new_trees, tree_set, tree_size
 from smetric.cluster.reference import run_reference
@@ -28,7 +28,7 @@ from smetric.cluster.result_raw import REASON_ABANDONED
 from smetric.cluster.router_info import RouterInfo
 from smetric.policies import base as pb
 
-#: every indexable configuration (engine.SP_* modes), and one that is not (the full view decides)
+#: every indexable configuration (layout.SP_* modes), and one that is not (the full view decides)
 INDEXED = [("smetric", {}), ("smetric", {"cost": "tokens"}), ("smetric", {"guard": "none"}),
            ("smetric", {"hit_ratio": 0.0}), ("smetric", {"slack": 0.05}), ("least-load", {}),
            ("least-load", {"signal": "queued_tokens"})]
@@ -38,26 +38,26 @@ INDEXED = [("smetric", {}), ("smetric", {"cost": "tokens"}), ("smetric", {"guard
 def index_from(n: int):
     """Use the routing index from ``n`` routable instances on."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "SPARSE_MIN_INSTANCES", n)
+        mp.setattr(driver, "SPARSE_MIN_INSTANCES", n)
         yield
 
 
 @contextlib.contextmanager
 def holders_at_most(n: int):
-    """Bound the enumerated holders at ``n`` (:data:`~smetric.cluster.engine.SPARSE_HOLDERS`): on small clusters
+    """Bound the enumerated holders at ``n`` (:data:`~smetric.cluster.engine.driver.SPARSE_HOLDERS`): on small clusters
     the shared system prompt is then "widely held", as on large ones."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "SPARSE_HOLDERS", n)
+        mp.setattr(driver, "SPARSE_HOLDERS", n)
         yield
 
 
 def run_both(inp):
     """(indexed run, full-view run) of ``inp``, after checking that the index was (and was not) used."""
     with index_from(1):
-        assert engine._make_data(inp).sparse != engine.SP_OFF or inp.kv_event_delay_s > 0
-        on = engine.run_engine(inp)
+        assert driver._make_data(inp).sparse != layout.SP_OFF or inp.kv_event_delay_s > 0
+        on = driver.run_engine(inp)
     with index_from(10**9):
-        off = engine.run_engine(inp)
+        off = driver.run_engine(inp)
     return on, off
 
 
@@ -136,9 +136,9 @@ def test_index_decides_widely_held_prefixes_as_the_full_view(policy, params, hol
     counts = {}
     with holders_at_most(holders):
         with index_from(1):
-            on = engine.run_engine(inp, counters=counts)
+            on = driver.run_engine(inp, counters=counts)
         with index_from(10**9):
-            off = engine.run_engine(inp)
+            off = driver.run_engine(inp)
     assert_identical(on, off)
     assert counts["full_views"] < 0.1 * counts["arrivals"], counts  # the index decided nearly every arrival
 
@@ -158,25 +158,25 @@ def test_full_view_counter_counts_every_arrival_without_the_index():
     inp = prepare(*_busy(8, 1), "smetric", load=3.0, seed=1, n_samples=20)
     counts = {}
     with index_from(10**9):
-        engine.run_engine(inp, counters=counts)
+        driver.run_engine(inp, counters=counts)
     assert counts["arrivals"] == inp.n and counts["full_views"] == inp.n
 
 
 def test_index_is_used_only_where_the_rule_allows_it():
     wl, cluster = _busy(64, 1)
     inp = lambda policy, params=None, **kw: prepare(wl, dataclasses.replace(cluster, **kw), policy, params)  # noqa: E731
-    mode = lambda i: engine._make_data(i).sparse  # noqa: E731
-    assert mode(inp("smetric")) == engine.SP_SMETRIC_ATTN
-    assert mode(inp("smetric", {"cost": "tokens"})) == engine.SP_SMETRIC_TOKENS
-    assert mode(inp("least-load")) == engine.SP_LL_INFLIGHT
-    assert mode(inp("least-load", {"signal": "queued_tokens"})) == engine.SP_LL_QTOKENS
+    mode = lambda i: driver._make_data(i).sparse  # noqa: E731
+    assert mode(inp("smetric")) == layout.SP_SMETRIC_ATTN
+    assert mode(inp("smetric", {"cost": "tokens"})) == layout.SP_SMETRIC_TOKENS
+    assert mode(inp("least-load")) == layout.SP_LL_INFLIGHT
+    assert mode(inp("least-load", {"signal": "queued_tokens"})) == layout.SP_LL_QTOKENS
     for policy, params in [("smetric", {"guard": "overload"}), ("smetric", {"rate": "online"}),
                            ("smetric", {"cache_view": "router"}), ("least-load", {"signal": "batch_size"}),
                            ("lmetric", None), ("dynamo", None), ("round-robin", None)]:
-        assert mode(inp(policy, params)) == engine.SP_OFF, policy
-    assert mode(inp("smetric", router=RouterInfo(kv_event_delay_s=0.1))) == engine.SP_OFF
-    small = prepare(*_busy(engine.SPARSE_MIN_INSTANCES - 1, 1), "smetric")
-    assert mode(small) == engine.SP_OFF
+        assert mode(inp(policy, params)) == layout.SP_OFF, policy
+    assert mode(inp("smetric", router=RouterInfo(kv_event_delay_s=0.1))) == layout.SP_OFF
+    small = prepare(*_busy(driver.SPARSE_MIN_INSTANCES - 1, 1), "smetric")
+    assert mode(small) == layout.SP_OFF
 
 
 def _check_index(d, st):
@@ -185,15 +185,15 @@ def _check_index(d, st):
     hbm = {}
     for i in range(m):
         for s in range(d.hbm_blocks):
-            b = st.hslot[i, engine.HS_BLOCK, s]
-            if b >= 0 and engine._hbm_slot(d, st, i, b) == s:
+            b = st.hslot[i, layout.HS_BLOCK, s]
+            if b >= 0 and tiers._hbm_slot(d, st, i, b) == s:
                 hbm.setdefault(b, set()).add(i * d.hbm_blocks + s)
     dram = {}
     if d.dram_slots:
         for i in range(m):
             for s in range(d.dram_slots):
-                b = st.dslot[i, engine.DS_BLOCK, s]
-                if b >= 0 and engine._dram_slot(d, st, i, b) == s:
+                b = st.dslot[i, layout.DS_BLOCK, s]
+                if b >= 0 and tiers._dram_slot(d, st, i, b) == s:
                     dram.setdefault(b, set()).add(i * d.dram_slots + s)
     for tier, want, links in ((0, hbm, st.h_hl), (1, dram, st.h_dl)):
         got = {}
@@ -209,9 +209,9 @@ def _check_index(d, st):
     for b, v in list(hbm.items()) + list(dram.items()):
         counts[b] += len(v)
     assert np.array_equal(counts, st.h_count)
-    engine._sp_update(d, st)
+    routing_index._sp_update(d, st)
     size = d.sp_size
-    column = [engine._sp_column(d, st, i) for i in range(d.n_routable)]
+    column = [routing_index._sp_column(d, st, i) for i in range(d.n_routable)]
     assert np.array_equal(st.sp_tree[0, size:size + d.n_routable], column)
     assert np.array_equal(st.sp_tree[1:, size:size + d.n_routable], st.rinf.astype(float))
     for j in range(1, size):
@@ -224,13 +224,13 @@ def test_holder_lists_follow_the_tiers_under_eviction(seed, dram_gb):
     wl, cluster = _busy(6, seed, dram_gb=dram_gb, router=RouterInfo(router_replicas=2))
     inp = prepare(wl, cluster, "smetric", load=4.0, seed=seed, n_samples=20)
     with index_from(1):
-        d = engine._make_data(inp)
-        st_ = engine._make_state(inp, d)
+        d = driver._make_data(inp)
+        st_ = driver._make_state(inp, d)
     done = full = False
     while not done:
-        done = engine._run(d, st_, 25)
+        done = loop._run(d, st_, 25)
         _check_index(d, st_)
-        full = full or bool((st_.ii[:, engine.II_NFREE] == 0).any())
+        full = full or bool((st_.ii[:, layout.II_NFREE] == 0).any())
     assert full  # an HBM ran out of free slots: later blocks evicted earlier ones
 
 
@@ -272,18 +272,18 @@ def test_view_columns_the_index_reads_are_the_view_s():
     for params, col in (({}, pb.V_QUEUED_ATTN), ({"cost": "tokens"}, pb.V_QUEUED_TOKENS)):
         inp = prepare(wl, cluster, "smetric", params, load=3.0, seed=1)
         with index_from(1):
-            d = engine._make_data(inp)
-            st_ = engine._make_state(inp, d)
+            d = driver._make_data(inp)
+            st_ = driver._make_state(inp, d)
         for _ in range(6):
-            engine._run(d, st_, 40)
-            engine._build_view(d, st_, 0, st_.gf[engine.GF_NOW])
-            assert np.array_equal(st_.vbuf[:, col], [engine._sp_column(d, st_, i) for i in range(d.n_routable)])
+            loop._run(d, st_, 40)
+            router_view._build_view(d, st_, 0, st_.gf[layout.GF_NOW])
+            assert np.array_equal(st_.vbuf[:, col], [routing_index._sp_column(d, st_, i) for i in range(d.n_routable)])
 
 
 @pytest.mark.parametrize("policy", ["round-robin", "random"])
 def test_view_free_policies_skip_the_view_and_decide_as_the_reference(policy):
     inp = prepare(*_busy(6, 2, dram_gb=0.02), policy, load=3.0, seed=3, n_samples=20)
     counts = {}
-    run = engine.run_engine(inp, counters=counts)
+    run = driver.run_engine(inp, counters=counts)
     assert counts["full_views"] == 0 and counts["arrivals"] == inp.n
     assert_same_run(run, run_reference(inp))

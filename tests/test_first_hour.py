@@ -160,29 +160,29 @@ def test_progress_bars_are_stripped_from_the_record():
 
 
 def test_a_first_time_compile_is_announced(monkeypatch, capsys):
-    from smetric.cluster import engine
+    from smetric.cluster.engine import driver
 
-    monkeypatch.setattr(engine, "_run", types.SimpleNamespace(signatures=[]))
-    monkeypatch.setattr(engine, "compile_engine", lambda: None)
-    monkeypatch.setattr(engine, "engine_cached", lambda: False)
-    engine.ensure_compiled()
+    monkeypatch.setattr(driver, "_run", types.SimpleNamespace(signatures=[]))
+    monkeypatch.setattr(driver, "compile_engine", lambda: None)
+    monkeypatch.setattr(driver, "engine_cached", lambda: False)
+    driver.ensure_compiled()
     assert "compiling the simulation engine" in capsys.readouterr().err
-    monkeypatch.setattr(engine, "engine_cached", lambda: True)
-    engine.ensure_compiled()
+    monkeypatch.setattr(driver, "engine_cached", lambda: True)
+    driver.ensure_compiled()
     assert capsys.readouterr().err == ""
 
 
 def test_engine_cached_reads_numbas_index(monkeypatch):
-    from smetric.cluster import engine
+    from smetric.cluster.engine import driver
 
     def dispatcher(index):
         return types.SimpleNamespace(_cache=types.SimpleNamespace(
             _cache_file=types.SimpleNamespace(_load_index=lambda: index)))
 
-    monkeypatch.setattr(engine, "_run", dispatcher({}))  # missing or stale
-    assert not engine.engine_cached()
-    monkeypatch.setattr(engine, "_run", dispatcher({("sig",): "file"}))
-    assert engine.engine_cached()
+    monkeypatch.setattr(driver, "_run", dispatcher({}))  # missing or stale
+    assert not driver.engine_cached()
+    monkeypatch.setattr(driver, "_run", dispatcher({("sig",): "file"}))
+    assert driver.engine_cached()
 
 
 # ---- simulate: the figures' model in one flag, every default stated, rejections reported

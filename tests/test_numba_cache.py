@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import smetric.cluster.engine as engine
-from smetric.numba_cache import module_sources
+import smetric
+from smetric.cluster.engine import loop
+from smetric.numba_cache import _cached_dispatchers, module_sources
 
 _KERNEL = textwrap.dedent("""
     import sys
@@ -51,7 +53,46 @@ def test_cached_kernel_follows_an_edited_callee_module(tmp_path):
 
 
 def test_engine_guard_covers_every_module_its_kernels_use():
-    names = {p.relative_to(Path(engine.__file__).parents[1]).as_posix() for p in module_sources(engine)}
-    for needed in ("cluster/load_index.py", "cluster/estimators.py", "cluster/result_raw.py", "cluster/inputs.py",
-                   "cluster/kvcache.py", "hardware/kernel.py", "policies/dispatch.py", "policies/smetric_policy.py"):
+    root = Path(smetric.__file__).parent
+    names = {p.relative_to(root).as_posix() for p in module_sources(loop)}
+    engine_modules = {f"cluster/engine/{p.name}" for p in Path(loop.__file__).parent.glob("*.py")}
+    for needed in ("cluster/load_index.py", "cluster/estimators.py", "cluster/result_raw.py", "cluster/queueing.py",
+                   "cluster/kvcache.py", "hardware/kernel.py", "policies/dispatch.py", "policies/smetric_policy.py",
+                   *(engine_modules - {"cluster/engine/__init__.py", "cluster/engine/driver.py"})):
         assert needed in names
+
+
+def test_every_engine_module_with_cached_kernels_ends_with_the_guard():
+    guarded = 0
+    for path in sorted(Path(loop.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"smetric.cluster.engine.{path.stem}" if path.stem != "__init__"
+                                         else "smetric.cluster.engine")
+        if _cached_dispatchers(module):
+            assert path.read_text().rstrip().endswith("refresh_module(sys.modules[__name__])"), path.name
+            guarded += 1
+    assert guarded >= 10
+
+
+def test_module_sources_resolves_relative_imports_inside_a_subpackage(tmp_path, monkeypatch):
+    pkg = tmp_path / "scanpkg"
+    sub = pkg / "sub"
+    sub.mkdir(parents=True)
+    files = {
+        pkg / "__init__.py": "",
+        pkg / "top.py": "X = 1\n",
+        pkg / "unused.py": "",
+        sub / "__init__.py": "from .a import f\nfrom ..top import X\n",
+        sub / "a.py": "from . import b\nfrom .c import (\n    g,\n)\n\n\ndef f():\n    from ..top import X\n",
+        sub / "b.py": "import scanpkg.sub.d\n",
+        sub / "c.py": "def g():\n    pass\n",
+        sub / "d.py": "",
+    }
+    for path, text in files.items():
+        path.write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    a = importlib.import_module("scanpkg.sub.a")
+    init = importlib.import_module("scanpkg.sub")
+    rel = lambda m: {p.relative_to(pkg).as_posix() for p in module_sources(m)}  # noqa: E731
+    # ``from . import b`` runs the subpackage's __init__ too; unused.py is imported by nobody
+    assert rel(a) == rel(init) == {"sub/__init__.py", "sub/a.py", "sub/b.py", "sub/c.py", "sub/d.py", "top.py"}
+    assert rel(importlib.import_module("scanpkg.sub.c")) == {"sub/c.py"}

@@ -3,7 +3,7 @@
 A :class:`Patience` is the distribution of a session's patience (seconds a request of the session is
 willing to wait on an instance's queue before its first admission). :func:`draw_patience` draws one
 value per session from a dedicated seeded stream (the policies' random numbers and every other draw
-stay those of a run without abandonment). The engines apply the rule stated in the engine docstring
+stay those of a run without abandonment). The engines apply the rule stated in ``docs/engine.md``
 ("Abandonment"): a waiting, never-admitted request whose ``arrival + patience`` lies before a batch
 formation of its instance leaves at that formation unserved, and its session releases no further turn.
 

@@ -256,7 +256,7 @@ class ClusterConfig:
             ``reserve`` = prompt and output are reserved at admission (the engine's original rule);
             ``incremental`` = vLLM's rule (v0.6+, V1): blocks for the tokens scheduled now, one more whenever
             a running sequence crosses a block boundary, and recompute preemption of the most recently
-            admitted running request when a block cannot be had (see the engine docstring). Colocated mode,
+            admitted running request when a block cannot be had (see ``docs/engine.md``). Colocated mode,
             the ``fcfs`` queue and no global store only.
         router: what the router knows, and when (:class:`~smetric.cluster.router_info.RouterInfo`:
             refresh intervals, KV-event delay, router replicas); the default is the exact view.
@@ -268,8 +268,8 @@ class ClusterConfig:
         kv_capacity_tokens: HBM KV tokens per instance as a real engine reported them (vLLM's log); None = the
             hardware spec's (measured table or the performance model's estimate).
         patience: sessions' patience (:class:`~smetric.cluster.abandonment.Patience` or its text form,
-            e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see the
-            engine docstring, "Abandonment"); None (the default) = nobody abandons.
+            e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see
+            ``docs/engine.md``, "Abandonment"); None (the default) = nobody abandons.
     """
 
     model: str

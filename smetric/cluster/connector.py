@@ -5,7 +5,7 @@
 loads overlap with compute or not as :attr:`ClusterConfig.kv_load_overlap` says, writes are free.
 
 ``lmcache`` presets model vLLM v1 + LMCache + a Mooncake store (the rules are in the engine
-docstring, :mod:`smetric.cluster.engine`): a scheduler-side lookup per admitted request; loads
+page of the documentation, ``docs/engine.md``): a scheduler-side lookup per admitted request; loads
 (store and host-DRAM hits alike) that the instance's whole batch waits for (or, ``layerwise``,
 that run alongside the iteration's compute); a store read that crosses the node's NIC pool (shared
 equally by the node's concurrent transfers, each also capped by the client's throughput and by an

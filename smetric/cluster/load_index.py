@@ -6,7 +6,7 @@ Two structures, both on plain preallocated arrays (``@njit(cache=True)``, alloca
   one of the DRAM slots that hold it (an entry is ``instance * capacity + slot``), and the number of entries
   ``count[b]`` (HBM + DRAM). They are kept on every insert into and removal from a tier, so the instances whose
   local (HBM or DRAM) prefix reaches past block ``j`` of a prompt are exactly the holders of block ``j``
-  (every tier is prefix-closed along a chain, see the engine docstring).
+  (every tier is prefix-closed along a chain, see ``docs/engine.md``).
 * **Min-trees** over the routable instances (a segment tree with ``size`` leaves, node 1 the root, leaf ``i``
   at ``size + i``): ``tree[0]`` the minimum of one load column (queued prefill), ``tree[1 + k]`` the minimum
   of replica ``k``'s in-flight count. A subtree's minima bound every score that is monotone in both columns,

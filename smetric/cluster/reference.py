@@ -5,9 +5,9 @@ independently of the numba engine: Python objects, ``dict``/``OrderedDict`` cach
 one iteration at a time (no fast-forwarding of decode-only stretches), and prefix hits found by
 a linear scan (the numba engine binary-searches, relying on every cache being prefix-closed).
 At every arrival it builds the full view of every routable instance and calls the policy on it; the numba
-engine's routing index (its "Indexed routing" section) decides the same instance from fewer rows, so this
+engine's routing index (:mod:`smetric.cluster.engine.routing_index`) decides the same instance from fewer rows, so this
 straightforward rebuild is the semantics that index is tested against.
-The exact rules it implements are the "Engine semantics" section of :mod:`smetric.cluster.engine`.
+The exact rules it implements are the "Semantics" section of the engine page, ``docs/engine.md``.
 """
 
 from __future__ import annotations
@@ -477,7 +477,8 @@ class _Reference:
         inst.decoding = decoding
 
     def _abandon_expired(self, inst: _Inst, t: float) -> None:
-        """Waiting, never-admitted requests with ``arrival + patience < t`` leave unserved (engine docstring)."""
+        """Waiting, never-admitted requests with ``arrival + patience < t`` leave unserved (docs/engine.md,
+        "Abandonment")."""
         inp = self.inp
         for r in list(inst.waiting):
             s = int(inp.session[r])

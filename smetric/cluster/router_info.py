@@ -12,7 +12,7 @@ The policy's view (columns ``V_*`` of :mod:`smetric.policies.base`) is built fro
 
 with ``router_replicas`` replicas, each holding its own counters and its own policy state (router-side
 indexes such as llm-d's estimated prefix index or SGLang's radix tree live there). The exact rule both
-engines implement is in the docstring of :mod:`smetric.cluster.engine`. ``RouterInfo()`` is the exact,
+engines implement is in ``docs/engine.md`` ("Router information"). ``RouterInfo()`` is the exact,
 single-router view (every signal read at the arrival itself).
 """
 

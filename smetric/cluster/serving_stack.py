@@ -7,7 +7,7 @@ A :class:`ServingStack` row says, for one engine family and version range:
   async / overlap scheduling only ``overlap_gap_s`` remains between two iterations;
 * ``first_token_lag_iterations`` -- with a batch queue (vLLM's async scheduling, SGLang's overlap scheduler) the
   next batch is already scheduled while one runs: a request that reaches a busy instance is not admitted at the
-  end of the iteration running then, only at the one after (the engine rule, see :mod:`smetric.cluster.engine`);
+  end of the iteration running then, only at the one after (the engine rule, see ``docs/engine.md``);
 * time outside the engine: ``client_to_router_s`` (client and gateway, before the router sees the request),
   ``api_server_s`` (parsing and tokenisation after routing, before the engine can schedule it -- a router reading
   engine queues does not see the request there yet), ``after_last_token_s`` (detokenisation, the response's way

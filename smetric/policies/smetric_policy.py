@@ -97,7 +97,7 @@ _ONLINE = SPEC.code("rate", "online")
 
 def indexable(params) -> str | None:
     """The cost model (``"attention"`` or ``"tokens"``) when the engine may decide this configuration from its
-    routing index instead of the full view (:mod:`smetric.cluster.engine`, "Indexed routing"), else ``None``.
+    routing index instead of the full view (:mod:`smetric.cluster.engine.routing_index`), else ``None``.
 
     Indexable: the ``engine`` cache view, the ``fixed`` rate and the ``slo`` or ``none`` guard -- the balance
     score is monotone in the queued prefill and the in-flight count, and the SLO test is an existence test over
