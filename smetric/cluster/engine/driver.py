@@ -317,9 +317,9 @@ def engine_cached() -> bool:
 
 def compile_engine() -> None:
     """Compile (or load from cache) the engine by running a two-request workload."""
-    from ..workload.core import Workload
-    from .config import ClusterConfig, HardwareSpec
-    from .inputs import prepare
+    from ...workload.core import Workload
+    from ..config import ClusterConfig, HardwareSpec
+    from ..inputs import prepare
 
     wl = Workload(arrival=[0.0, 0.1], input_len=[300, 600], output_len=[3, 2], session=[0, 0], turn=[0, 1],
                   parent=[-1, 0], gap=[0.0, 0.0], block_offsets=[0, 2, 5], block_ids=[0, 1, 0, 1, 2],
