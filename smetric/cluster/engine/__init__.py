@@ -18,10 +18,10 @@ The rules it implements, which the pure-Python :mod:`smetric.cluster.reference` 
 
 Every kernel is compiled with ``_nrt=False`` except :mod:`.loop`'s ``_run`` and ``_arrive``: the engine allocates
 nothing (all state is preallocated in Python), and without the runtime's reference counting the row views and
-slices taken in the hot loops cost nothing (with it, atomic increfs/decrefs took most of the run time). The
-kernels compile the policies, the performance-model kernel, the cache structures and the estimators in and freeze
-other modules' constants; numba only watches a kernel's own file, so every kernel module ends with
-:func:`smetric.numba_cache.refresh_module`, which flushes its cache when any module it imports (transitively)
+slices taken in the hot loops cost nothing (with it, atomic increfs/decrefs took most of the run time). numba
+compiles the policies, the performance-model kernel, the cache structures and the estimators into the kernels and
+freezes other modules' constants, but stamps a cached kernel with its own file only; so every kernel module ends
+with :func:`smetric.numba_cache.refresh_module`, which flushes its cache when any module it imports (transitively)
 changed.
 """
 
