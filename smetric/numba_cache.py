@@ -25,8 +25,10 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*
                      re.MULTILINE)
 
 
+@lru_cache(maxsize=None)
 def _module_file(root: Path, name: str) -> Path | None:
-    """The source file of module ``name`` (dotted, starting with the package) under ``root``, if any."""
+    """The source file of module ``name`` (dotted, starting with the package) under ``root``, if any (memoised: every
+    name imported from a module is tried as a submodule too, by each module's guard at import)."""
     base = root.joinpath(*name.split(".")[1:])
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
