@@ -343,7 +343,7 @@ EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "coef", "params", "rand",
     "n", "n_instances", "n_routable", "disaggregated", "closed", "overlap", "max_num_seqs", "max_batched_tokens",
-    "block_size", "hbm_blocks", "dram_slots", "dram_write", "global_slots",
+    "block_size", "hbm_blocks", "hbm_reuse", "dram_slots", "dram_write", "global_slots",
     "kv_bytes_per_token", "dram_bw", "global_bw", "global_latency", "pd_bw", "l_eq", "pid",
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
@@ -638,8 +638,9 @@ def _prefix_len(d, st, i, blocks, lo, tier):
 
 @njit(cache=True, _nrt=False)
 def _hits(d, st, i, blocks, k_global):
-    """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store."""
-    k1 = _prefix_len(d, st, i, blocks, 0, 0)
+    """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store. Without
+    ``d.hbm_reuse`` HBM serves no hit (k1 = 0): its blocks count only where DRAM would serve them."""
+    k1 = _prefix_len(d, st, i, blocks, 0, 0) if d.hbm_reuse else 0
     k2 = _prefix_len(d, st, i, blocks, k1, 1) if d.dram_slots > 0 else k1
     return k1, k2, max(k2, k_global)
 
@@ -658,7 +659,7 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
         b = d.tail_id[r]
         tier = 3  # 0: HBM, 1: DRAM, 2: global store, 3: absent
         if _hbm_slot(d, st, i, b) >= 0:
-            tier = 0
+            tier = 0 if d.hbm_reuse else 1
         elif _dram_slot(d, st, i, b) >= 0:
             tier = 1
         elif d.global_slots > 0 and st.g_in[b] != 0:
@@ -2195,7 +2196,8 @@ def _make_data(inp: EngineInput) -> EngineData:
         n_instances=int(inp.n_instances),
         n_routable=int(inp.n_routable), disaggregated=bool(inp.disaggregated), closed=bool(inp.closed),
         overlap=bool(inp.overlap), max_num_seqs=int(inp.max_num_seqs), max_batched_tokens=int(inp.max_batched_tokens),
-        block_size=int(inp.block_size), hbm_blocks=int(inp.hbm_blocks), dram_slots=int(d_cap),
+        block_size=int(inp.block_size), hbm_blocks=int(inp.hbm_blocks), hbm_reuse=bool(inp.hbm_reuse),
+        dram_slots=int(d_cap),
         dram_write=bool(inp.dram_write), global_slots=int(gcap),
         kv_bytes_per_token=float(inp.kv_bytes_per_token), dram_bw=float(inp.dram_bw), global_bw=float(inp.global_bw),
         global_latency=float(inp.global_latency), pd_bw=float(inp.pd_bw), l_eq=float(inp.l_eq), pid=int(inp.pid),
