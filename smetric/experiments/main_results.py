@@ -48,10 +48,10 @@ from ..testbeds import (
     DEFAULT_WORKLOAD,
     TESTBEDS,
     agent_workload,
-    offered_point,
     paper_cluster,
     trace_workload,
 )
+from .comparison import Comparison, Panel, run_comparison
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -128,30 +128,6 @@ def _setup(testbed: str, workload: str, trace: str | None, loads: Sequence[float
     return setup
 
 
-def _point(testbed: str, workload: str, variant: str, policy: str, rpm_per_instance: float, seed: int, *,
-           setups: dict, warmup_frac: float) -> dict:
-    """One sweep point (module level for Dask): ``policy`` at ``rpm_per_instance`` in the panel's setup."""
-    return offered_point(rpm_per_instance, policy, seed=seed, warmup_frac=warmup_frac,
-                         **setups[(testbed, workload, variant)])
-
-
-def _run(points: list[dict], setups: dict, warmup_frac: float, jobs: int | None) -> pd.DataFrame:
-    return sweep(points, _point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs,
-                 on_error="raise")
-
-
-def _grid(panel: tuple, policies: Sequence[str], loads: Sequence[float], seeds: Sequence[int]) -> list[dict]:
-    """Points of one panel; seeds outermost, so one worker generates each seed's workload once."""
-    t, w, v = panel
-    return [{"testbed": t, "workload": w, "variant": v, "policy": p, "rpm_per_instance": float(r), "seed": int(s)}
-            for s in seeds for r in loads for p in policies]
-
-
-def _screen_rank(screen: pd.DataFrame) -> pd.DataFrame:
-    """Per panel and baseline: the peak over loads of its goodput averaged over the screening seeds, ranked."""
-    return screen_rank(screen, by=_PANEL)
-
-
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DEFAULT_WORKLOAD,
                 trace: str | None = None, loads: Mapping[str, Sequence[float]],
                 second_workload: str | None = None, second_loads: Mapping[str, Sequence[float]] | None = None,
@@ -176,47 +152,30 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError("policies must hold smetric and at least one baseline")
     check_screen_seeds(screen_seeds, seeds)
-    if n_keep < 1:
-        raise ValueError(f"n_keep must be >= 1, got {n_keep}")
     windows = minutes if isinstance(minutes, Mapping) else {t: minutes for t in testbeds}
     sizes = dict(n_instances or {})
     label = trace if trace is not None else workload
-    setups, grids = {}, {}
+    panels = {}
     for t in testbeds:
         if t not in loads or t not in windows:
             raise ValueError(f"loads and minutes need an entry for testbed {t!r}")
-        setups[(t, label, DEFAULT)] = _setup(t, workload, trace, loads[t], windows[t], sizes.get(t))
-        grids[(t, label, DEFAULT)] = loads[t]
+        panels[(t, label, DEFAULT)] = Panel(_setup(t, workload, trace, loads[t], windows[t], sizes.get(t)), loads[t])
         if second_workload is not None:
             if not second_loads or t not in second_loads:
                 raise ValueError(f"second_loads needs an entry for testbed {t!r}")
-            setups[(t, second_workload, DEFAULT)] = _setup(t, second_workload, None, second_loads[t], windows[t],
-                                                           sizes.get(t))
-            grids[(t, second_workload, DEFAULT)] = second_loads[t]
-    baselines = [p for p in policies if p != "smetric"]
-    screen = _run([pt for panel, g in grids.items() for pt in _grid(panel, baselines, g, screen_seeds)],
-                  setups, warmup_frac, jobs)
-    ranks = _screen_rank(screen)
-    kept = {panel: list(sub.loc[sub["rank"] <= n_keep, "policy"]) for panel, sub in ranks.groupby(_PANEL, sort=False)}
-    points = []
-    for panel, g in grids.items():
-        points += _grid(panel, ["smetric", *kept[panel]], g, seeds)
+            panels[(t, second_workload, DEFAULT)] = Panel(_setup(t, second_workload, None, second_loads[t],
+                                                                 windows[t], sizes.get(t)), second_loads[t])
     unknown = sorted(set(sensitivity or {}) - set(SENSITIVITY))
     if unknown:
         raise ValueError(f"unknown sensitivity variant(s) {unknown}; known: {sorted(SENSITIVITY)}")
     if sensitivity and "30b" in testbeds:
         for name, grid in sensitivity.items():
             wo, co = SENSITIVITY[name]
-            panel = ("30b", label, name)
             top = max(max(grid), max(loads["30b"]))  # thinned from the default panel's workload where the preset is its
-            setups[panel] = _setup("30b", workload, trace, grid, windows["30b"], sizes.get("30b"), wo, co, top)
-            points += _grid(panel, ["smetric", *kept[("30b", label, DEFAULT)]], grid, seeds)
-    main = _run(points, setups, warmup_frac, jobs)
-    out = pd.concat([screen, main], ignore_index=True)
-    out["screen_seed"] = out["seed"].isin(list(screen_seeds))
-    keep = {(*panel[:2], p) for panel, names in kept.items() for p in names}
-    out["kept"] = [p == "smetric" or (t, w, p) in keep
-                   for t, w, p in zip(out["testbed"], out["workload"], out["policy"])]
+            panels[("30b", label, name)] = Panel(_setup("30b", workload, trace, grid, windows["30b"], sizes.get("30b"),
+                                                        wo, co, top), grid, screened_by=("30b", label, DEFAULT))
+    out = run_comparison(Comparison(panels, policies, seeds, panel_columns=_PANEL, screen_seeds=screen_seeds,
+                                    n_keep=n_keep, warmup_frac=warmup_frac), jobs=jobs)
     return out.sort_values([*_PANEL, "rpm_per_instance", "policy", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -225,7 +184,7 @@ def screening_table(df: pd.DataFrame) -> pd.DataFrame:
     """The baseline screening of :func:`tps_vs_load`: per testbed and workload, every baseline's peak over loads of
     its goodput averaged over the screening seeds, its rank, and whether it was kept."""
     screen = df[(df["variant"] == DEFAULT) & df["screen_seed"] & (df["policy"] != "smetric")]
-    ranks = _screen_rank(screen)
+    ranks = screen_rank(screen, by=_PANEL)
     kept = df[["testbed", "workload", "policy", "kept"]].drop_duplicates()
     return ranks.merge(kept, on=["testbed", "workload", "policy"], how="left").drop(columns="variant")
 
@@ -365,22 +324,20 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
     _check_names(["30b"], policies)
     if not splits:
         raise ValueError("splits must not be empty")
-    if screen_seeds:
-        check_screen_seeds(screen_seeds, seeds)
     label = trace if trace is not None else workload
-    setups, points = {}, []
+    panels = {}
     for split in splits:
         n_prefill, n_decode = (int(x) for x in split)
-        name = split_name(split)
         overrides = {"mode": "disaggregated", "n_prefill": n_prefill, "n_decode": n_decode}
         paper_cluster("30b", n_instances=n_prefill + n_decode, **overrides)  # a bad split fails here
-        setups[("30b", label, name)] = _setup("30b", workload, trace, loads, minutes, n_prefill + n_decode,
-                                              cluster_overrides=overrides)
-        points += _grid(("30b", label, name), [p for p in policies if p != "smetric"], loads, screen_seeds)
-        points += _grid(("30b", label, name), policies, loads, seeds)
-    out = _run(points, setups, warmup_frac, jobs).rename(columns={"variant": "split"})
+        panels[("30b", label, split_name(split))] = Panel(
+            _setup("30b", workload, trace, loads, minutes, n_prefill + n_decode, cluster_overrides=overrides), loads)
+    out = run_comparison(Comparison(panels, policies, seeds, panel_columns=("testbed", "workload", "split"),
+                                    screen_seeds=screen_seeds, warmup_frac=warmup_frac), jobs=jobs)
     parts = out["split"].str.extract(r"(\d+)P\+(\d+)D").astype(int)
-    return out.assign(n_prefill=parts[0], n_decode=parts[1], screen_seed=out["seed"].isin(list(screen_seeds)))
+    out.insert(len(out.columns) - 1, "n_prefill", parts[0])
+    out.insert(len(out.columns) - 1, "n_decode", parts[1])
+    return out
 
 
 def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = False):
