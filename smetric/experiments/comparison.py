@@ -19,7 +19,7 @@ point with its labels, ``policy``, every summary metric, ``screen_seed`` (a scre
 ``n_keep``, ``kept``. :func:`run_cases` is the layer below, for grids that are not a product (points
 listed one by one). The analysis of a comparison -- the comparator, paired gains, their interval -- is
 :mod:`~smetric.experiments.screening` and :mod:`~smetric.experiments.verdicts`;
-:func:`gain_columns` is the row every gain table shares.
+:func:`gain_columns` is the row every gain table shares, :func:`row_interval` reads it back.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ import pandas as pd
 from ..testbeds import WORKLOADS, offered_point
 from .screening import check_screen_seeds, screen_rank
 from .sweep import sweep
-from .verdicts import gain_interval
+from .verdicts import Interval, gain_interval
 
-__all__ = ["Panel", "Comparison", "run_comparison", "run_cases", "workload_setup", "gain_columns"]
+__all__ = ["Panel", "Comparison", "run_comparison", "run_cases", "workload_setup", "gain_columns",
+           "row_interval"]
 
 _AXES = ("panel", "seed", "rpm_per_instance", "policy")
 
@@ -238,3 +239,9 @@ def gain_columns(gains: pd.DataFrame) -> dict:
     iv = gain_interval(gains["gain"])
     return {"smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
             "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n}
+
+
+def row_interval(row: pd.Series) -> Interval:
+    """The :class:`~smetric.experiments.verdicts.Interval` a gain table's row stores (``gain_mean, ci_low, ci_high,
+    n_seeds``)."""
+    return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))

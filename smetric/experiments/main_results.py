@@ -51,7 +51,8 @@ from ..testbeds import (
     paper_cluster,
     trace_workload,
 )
-from .comparison import Comparison, Panel, run_comparison
+from .claims import paper_value
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -62,7 +63,7 @@ from .screening import (
 )
 from .setup_choice import choose_setup
 from .sweep import sweep
-from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_value, seed_peaks
+from .verdicts import claim_columns, paired_gains, seed_peaks
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
@@ -246,11 +247,8 @@ def paper_load_gains(df: pd.DataFrame, points: Mapping[str, float] = PAPER_POINT
             rpm = float(grid[np.argmin(np.abs(grid - target) + 1e-9 * grid)])
             for name in names:
                 gains = paired_gains(sub[sub["rpm_per_instance"] == rpm], "goodput_tps", baselines=[name])
-                iv = gain_interval(gains["gain"])
                 rows.append({"testbed": t, "workload": w, "paper_load": level, "target_rpm": target,
-                             "rpm_per_instance": rpm, "comparator": name, "smetric": gains["ours"].mean(),
-                             "baseline": gains["baseline"].mean(), "gain_mean": iv.mean, "ci_low": iv.low,
-                             "ci_high": iv.high, "n_seeds": iv.n})
+                             "rpm_per_instance": rpm, "comparator": name, **gain_columns(gains)})
     return pd.DataFrame(rows)
 
 
@@ -265,25 +263,9 @@ def peak_gains(df: pd.DataFrame, value: str = "goodput_tps", by: Sequence[str] =
     gains = paired_gains(peaks, value, by=by, baselines=baselines)
     rows = []
     for key, g in gains.groupby(by, sort=False):
-        iv = gain_interval(g["gain"])
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
-                     "best_baseline": g["best_baseline"].iloc[0], "smetric": g["ours"].mean(),
-                     "baseline": g["baseline"].mean(), "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high,
-                     "n_seeds": iv.n})
+                     "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)})
     return pd.DataFrame(rows)
-
-
-def _paper(claim_id: str):
-    from .claims import paper_claims
-
-    row = paper_claims().loc[claim_id]
-    return parse_paper_value(row["paper_value"], row["unit"])
-
-
-def _interval(row: pd.Series):
-    from .verdicts import Interval
-
-    return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))
 
 
 def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -296,8 +278,8 @@ def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
     sub = df[(df["testbed"] == "30b") & (df["workload"] == varied["workload"].iloc[0])]
     comp = comparators(sub).iloc[0]["comparator"]
     table = peak_gains(sub, by=["variant"], baselines=[comp])
-    paper = _paper("C13_peak_30b")
-    table["verdict"] = [claim_columns([_interval(r)], paper)["verdict"] for _, r in table.iterrows()]
+    paper = paper_value("C13_peak_30b")
+    table["verdict"] = [claim_columns([row_interval(r)], paper)["verdict"] for _, r in table.iterrows()]
     loads = sub.groupby("variant")["rpm_per_instance"].agg(lambda r: "/".join(f"{x:g}" for x in sorted(set(r))))
     table["loads"] = table["variant"].map(loads)
     order = {DEFAULT: 0, **{v: i + 1 for i, v in enumerate(SENSITIVITY)}}
@@ -345,7 +327,8 @@ def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = F
     split whose best baseline has the highest seed-mean peak ``choose_by`` and each split's comparator, fixed on the
     screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
     ``each=True``, over every baseline) and its verdict (C14) in every split."""
-    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by, paper=_paper("C14_pd_prefill"),
+    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by,
+                        paper=paper_value("C14_pd_prefill"),
                         each=each)
 
 
@@ -445,10 +428,7 @@ def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = Fal
         for metric in ("tpot_ms", "ttft_s"):
             at = compared[(compared["metric"] == metric) & np.isclose(compared["quantile"], quantile)]
             gains = paired_gains(at, "value", baselines=[name])
-            iv = gain_interval(gains["gain"])
-            rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": name,
-                         "smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
-                         "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
+            rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": name, **gain_columns(gains),
                          "baseline_goodput_tps": float(goodput[name])})
     return pd.DataFrame(rows)
 
@@ -616,7 +596,7 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     primary = "30b" if "30b" in testbeds else testbeds[0]
     g = levels[levels["testbed"] == primary].reset_index(drop=True)
     a, c = anchors.loc[primary], comps.loc[primary]
-    cols = claim_columns([_interval(r) for _, r in g.iterrows()], _paper("C12_gain_vs_load"),
+    cols = claim_columns([row_interval(r) for _, r in g.iterrows()], paper_value("C12_gain_vs_load"),
                          points=list(g["paper_load"]), comparators=list(g["comparator"]))
     each = paper_load_gains(main[main["testbed"] == primary], each=True)
     others_text = "; ".join(f"{lvl}: " + ", ".join(f"{r['comparator']} {_pct(r['gain_mean'])}"
@@ -640,7 +620,7 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
             continue
         comp = comps.loc[testbed, "comparator"]
         r = peak_gains(default[default["testbed"] == testbed], by=["testbed"], baselines=[comp]).iloc[0]
-        cols = claim_columns([_interval(r)], _paper(claim), points=[testbed], comparators=[comp])
+        cols = claim_columns([row_interval(r)], paper_value(claim), points=[testbed], comparators=[comp])
         n_loads = default.loc[default["testbed"] == testbed, "rpm_per_instance"].nunique()
         reason = (f"each seed's own peak over {n_loads} loads (seed_peaks how='seed') against the comparator the "
                   f"screening fixed ({comp}, seeds {comps.loc[testbed, 'screen_seeds']}), paired per seed, 95 % "
@@ -667,7 +647,7 @@ def pd_claims(df: pd.DataFrame) -> list[dict]:
     choice = split_table(df)
     table = choice.table.set_index("split")
     r = table.loc[choice.chosen]
-    cols = claim_columns([_interval(r)], _paper("C14_pd_prefill"), points=[choice.chosen],
+    cols = claim_columns([row_interval(r)], paper_value("C14_pd_prefill"), points=[choice.chosen],
                          comparators=[r["best_baseline"]])
     others = "; ".join(f"{s} {_ci(t)} ({t['verdict']})" for s, t in table.iterrows() if s != choice.chosen)
     each = split_table(df, each=True).table
@@ -690,7 +670,7 @@ def latency_claims(frame: pd.DataFrame) -> list[dict]:
     reason."""
     changes = latency_changes(frame).set_index("metric")
     tpot, ttft = changes.loc["tpot_p50_ms"], changes.loc["ttft_p50_s"]
-    cols = claim_columns([_interval(tpot)], _paper("C16_latency"), points=["TPOT p50"],
+    cols = claim_columns([row_interval(tpot)], paper_value("C16_latency"), points=["TPOT p50"],
                          comparators=[tpot["best_baseline"]])
     each = latency_changes(frame, each=True)
     others = ", ".join(f"{r['best_baseline']} {_ci(r)}" for _, r in each[each["metric"] == "tpot_p50_ms"].iterrows())

@@ -56,10 +56,10 @@ from ..workload.core import Workload
 from ..workload.loaders import load_trace
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band, paper_value
-from .comparison import Comparison, Panel, run_comparison, workload_setup
+from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
-from .verdicts import UNDETERMINED, Interval, claim_columns, gain_interval, paired_gains
+from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
@@ -375,7 +375,7 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     stores = gaps[gaps["capacity_gb"] > 0]
     fixed = load_only_gains(frame).iloc[0]
     each = load_only_gains(frame, each=True)
-    iv = _as_interval(fixed)
+    iv = row_interval(fixed)
     top_cap, top_bw, comp = fixed["capacity_gb"], fixed["bandwidth_gbs"], fixed["comparator"]
     within = stores[stores["load_only_gap"] >= -0.07]
     broken = stores[stores["load_only_gap"] < -0.07]
@@ -400,11 +400,6 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
                    f"means) at: {breaks}{none_text}"),
         **claim_columns([iv], paper_value("C9_load_only_provisioned"), points=["least-load"], comparators=[comp]),
     }]
-
-
-def _as_interval(row: pd.Series) -> Interval:
-    """The :class:`~smetric.experiments.verdicts.Interval` stored in a table row."""
-    return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))
 
 
 # ---------------------------------------------------------------------------------------- fig04
