@@ -11,13 +11,15 @@ Most figures run the same experiment. A :class:`Comparison` declares it:
 * ``screen_seeds`` -- seeds disjoint from ``seeds`` on which the baselines alone run first; the comparator
   is fixed there (:mod:`~smetric.experiments.screening`), and with ``n_keep`` only the ``n_keep`` baselines
   of highest screening peak ``measure`` go on to the comparison seeds;
-* ``loops`` and ``columns`` -- the order points are run in (inside each panel) and the order of their
-  label columns in the result.
+* ``loops`` and ``columns`` -- the order points are run in and the order of their label columns in the
+  result.
 
 :func:`run_comparison` runs it with one :func:`~smetric.experiments.sweep.sweep` per stage: one row per
 point with its labels, ``policy``, every summary metric, ``screen_seed`` (a screening row) and, with
 ``n_keep``, ``kept``. :func:`run_cases` is the layer below, for grids that are not a product (points
-listed one by one). The analysis of a comparison -- the comparator, paired gains, their interval -- is
+listed one by one). Figs. 2, 3, 6, 7 and 9 are comparisons (:mod:`~smetric.experiments.motivation`,
+:mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`); figs. 10 and 11 list their
+points for :func:`run_cases`. The analysis of a comparison -- the comparator, paired gains, their interval -- is
 :mod:`~smetric.experiments.screening` and :mod:`~smetric.experiments.verdicts`;
 :func:`gain_columns` is the row every gain table shares, :func:`row_interval` reads it back.
 """
