@@ -17,8 +17,9 @@ Most figures run the same experiment. A :class:`Comparison` declares it:
 :func:`run_comparison` runs it with one :func:`~smetric.experiments.sweep.sweep` per stage: one row per
 point with its labels, ``policy``, every summary metric, ``screen_seed`` (a screening row) and, with
 ``n_keep``, ``kept``. :func:`run_cases` is the layer below, for grids that are not a product (points
-listed one by one). Figs. 2, 3, 6, 7 and 9 are comparisons (:mod:`~smetric.experiments.motivation`,
-:mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`); figs. 10 and 11 list their
+listed one by one). Figs. 2, 3, 6, 7, 9, 14 and 17 are comparisons (:mod:`~smetric.experiments.motivation`,
+:mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`, the figure modules of 14 and 17,
+whose panels set each router's information model); figs. 10 and 11 list their
 points for :func:`run_cases`. The analysis of a comparison -- the comparator, paired gains, their interval -- is
 :mod:`~smetric.experiments.screening` and :mod:`~smetric.experiments.verdicts`;
 :func:`gain_columns` is the row every gain table shares, :func:`row_interval` reads it back.
@@ -45,13 +46,14 @@ _AXES = ("panel", "seed", "rpm_per_instance", "policy")
 
 @dataclass(frozen=True)
 class Panel:
-    """One setting of a comparison: ``setup`` (:func:`offered_point` keywords) at each load of ``loads``.
+    """One setting of a comparison: ``setup`` (:func:`offered_point` keywords, or a picklable function of the policy
+    returning them, when each router runs with its own information model) at each load of ``loads``.
 
     ``screened_by`` names another panel whose screening fixes this one's comparator and kept baselines (a
     variant of a setting, compared against the setting's comparator); such a panel is not screened itself.
     """
 
-    setup: Mapping[str, Any]
+    setup: Mapping[str, Any] | Callable[[str], Mapping[str, Any]]
     loads: Sequence[float]
     screened_by: tuple | None = None
 
@@ -188,8 +190,9 @@ def _case_point(*, cases: Mapping, setups: Mapping, case_column: str, setup_colu
     """One simulation (sweep point function): the point's case in the point's setup at its load and seed."""
     policy, params = cases[point[case_column]]
     key = point[setup_column] if isinstance(setup_column, str) else _key(tuple(point[c] for c in setup_column))
+    setup = setups[key](policy) if callable(setups[key]) else setups[key]
     return offered_point(point["rpm_per_instance"], policy, seed=point["seed"], warmup_frac=warmup_frac,
-                         params=params, **setups[key])
+                         params=params, **setup)
 
 
 def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]],
@@ -200,11 +203,11 @@ def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]
     Each point names a ``case`` (its column ``case``: a key of ``cases``, ``(policy, params)``) and a setup
     (its column ``setup``, or the tuple of its columns when ``setup`` names several: a key of ``setups``,
     keyword arguments of :func:`offered_point` -- ``testbed, n_instances, minutes, global_store,
-    cluster_overrides, workload_overrides, trace``) and gives ``rpm_per_instance`` (offered load) and
-    ``seed`` (workload and policy seed); any other columns are labels carried into the result. All points
-    must have the same columns. Points sharing a workload should be adjacent (workers cache a few
-    workloads). A ``policy`` column is added after the point's columns unless ``case`` is ``policy``. A
-    failed simulation raises.
+    cluster_overrides, workload_overrides, trace, diagnostics`` -- or a function of the policy returning them)
+    and gives ``rpm_per_instance`` (offered load) and ``seed`` (workload and policy seed); any other columns are
+    labels carried into the result. All points must have the same columns. Points sharing a workload should be
+    adjacent (workers cache a few workloads). A ``policy`` column is added after the point's columns unless
+    ``case`` is ``policy``. A failed simulation raises.
     """
     points = [dict(p) for p in points]
     setup = setup if isinstance(setup, str) else tuple(setup)
@@ -219,8 +222,8 @@ def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]
                 raise ValueError(f"point {i} has no {name!r} column: {point}")
         if not point["rpm_per_instance"] > 0:
             raise ValueError(f"point {i}: rpm_per_instance must be > 0, got {point['rpm_per_instance']!r}")
-    shared = {"cases": dict(cases), "setups": {k: dict(v) for k, v in setups.items()}, "case_column": case,
-              "setup_column": setup, "warmup_frac": warmup_frac}
+    shared = {"cases": dict(cases), "setups": {k: v if callable(v) else dict(v) for k, v in setups.items()},
+              "case_column": case, "setup_column": setup, "warmup_frac": warmup_frac}
     frame = sweep(points, _case_point, shared=shared, jobs=jobs, on_error="raise")
     if case != "policy":
         frame.insert(len(points[0]) if points else 0, "policy", frame[case].map(lambda c: cases[c][0]))

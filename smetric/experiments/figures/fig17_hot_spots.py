@@ -43,6 +43,7 @@ beside each point.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,7 @@ import pandas as pd
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
+from ..comparison import Comparison, Panel, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
@@ -125,15 +127,15 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     probes = sweep([{"workload": w} for w in p.workloads], _probe, shared={"p": p}, jobs=jobs, on_error="raise")
     anchors = dict(zip(probes["workload"], probes["anchor_rpm"]))
     rpm = {w: a * p.multiplier / mr.ANCHOR_MULTIPLIER for w, a in anchors.items()}
-    lv = hs.levels(p.axes)
-    shared = {"overrides": {(a, lab): o for a, lab, o in lv}, "rpm": rpm,
-              "reference_rpm": {w: max(_reference(p, w), rpm[w]) for w in p.workloads},
-              "policies": tuple(p.policies), "screening": tuple(p.screening_seeds), "minutes": _minutes(p),
-              "n_instances": p.n_instances, "warmup_frac": p.warmup_frac}
-    grid = [{"workload": w, "axis": a, "level": lab, "seed": int(s)}
-            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, o in lv
-            if hs.applies(o, w) and (a == hs.DEFAULT or s not in p.screening_seeds)]  # screened at the default
-    results = sweep(grid, hs.run_level, shared=shared, jobs=jobs, on_error="raise")
+    minutes = _minutes(p)
+    panels = {(w, a, lab): Panel(partial(hs.level_setup, overrides=o, workload=w, minutes=minutes[w],
+                                         reference_rpm=max(_reference(p, w), rpm[w]), n_instances=p.n_instances),
+                                 (rpm[w],), screened_by=None if a == hs.DEFAULT else (w, hs.DEFAULT, hs.DEFAULT))
+              for w in p.workloads for a, lab, o in hs.levels(p.axes) if hs.applies(o, w)}
+    results = run_comparison(Comparison(panels, p.policies, p.seeds, ("workload", "axis", "level"),
+                                        screen_seeds=p.screening_seeds, loops=("seed", "panel", "rpm_per_instance",
+                                                                                "policy"),
+                                        warmup_frac=p.warmup_frac), jobs=jobs)  # screened at the default level
     table = judge(results, p.screening_seeds)
     return table.assign(anchor_rpm=table["workload"].map(anchors), rpm_per_instance=table["workload"].map(rpm))
 
