@@ -44,8 +44,9 @@ import pandas as pd
 
 from ..cluster.config import GlobalStore
 from ..cluster.connector import KVConnector
-from ..testbeds import TESTBEDS, offered_point
-from .sweep import sweep
+from ..testbeds import TESTBEDS
+from .comparison import run_cases
+from .screening import top_by_name
 from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
@@ -96,33 +97,16 @@ def mechanism_overrides(mechanism: str, tp: int) -> dict:
     return out
 
 
-def _point(testbed: str, seed: int, runs: Sequence[tuple], *, n_instances: int, minutes: float,
-           warmup_frac: float, reference_rpm: float, workload: str, trace: str | None) -> pd.DataFrame:
-    """One testbed and seed: every ``(mechanism, load, rpm, policy)`` of ``runs`` (one workload, cached; a
-    ``trace`` file or catalog name replaces ``workload``)."""
-    tp = TESTBEDS[testbed][2]
-    rows = []
-    for mechanism, load, rpm, policy in runs:
-        summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
-                                seed=int(seed), warmup_frac=warmup_frac,
-                                cluster_overrides=mechanism_overrides(mechanism, tp),
-                                workload_overrides={"preset": workload, "reference_rpm": reference_rpm}, trace=trace)
-        rows.append({"mechanism": mechanism, "load": load, "rpm_per_instance": float(rpm), "policy": policy,
-                     **{k: summary[k] for k in _OUT}})
-    return pd.DataFrame(rows)
-
-
 def _run(stage: str, testbeds: Sequence[str], seeds: Sequence[int], runs: Mapping[str, list], *,
-         n_instances: Mapping[str, int], minutes: Mapping[str, float], warmup_frac: float,
-         reference_rpm: Mapping[str, float], workload: str, trace: str | None, jobs: int | None) -> pd.DataFrame:
-    points = [{"testbed": tb, "seed": int(s), "runs": tuple(runs[tb]), "n_instances": int(n_instances[tb]),
-               "minutes": float(minutes[tb]), "reference_rpm": float(reference_rpm[tb])}
-              for tb in testbeds for s in seeds]
-    frame = sweep(points, _point, shared={"warmup_frac": warmup_frac, "workload": workload, "trace": trace},
-                  jobs=jobs, on_error="raise")
-    frame = frame.drop(columns=["runs", "n_instances", "minutes", "reference_rpm"])
-    frame.insert(0, "stage", stage)
-    return frame
+         setups: Mapping[tuple, dict], warmup_frac: float, jobs: int | None) -> pd.DataFrame:
+    """Every ``(mechanism, load, rpm, policy)`` of ``runs[testbed]`` on every seed, labelled ``stage``."""
+    points = [{"stage": stage, "testbed": tb, "seed": int(s), "mechanism": mechanism, "load": load,
+               "rpm_per_instance": float(rpm), "policy": policy}
+              for tb in testbeds for s in seeds for mechanism, load, rpm, policy in runs[tb]]
+    cases = {p: (p, {}) for p in dict.fromkeys(pt["policy"] for pt in points)}
+    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs, case="policy",
+                      setup=("testbed", "mechanism"))
+    return frame[[*points[0], *_OUT]]
 
 
 def screen_choice(frame: pd.DataFrame, n_baselines: int, past_factor: float) -> pd.DataFrame:
@@ -131,8 +115,7 @@ def screen_choice(frame: pd.DataFrame, n_baselines: int, past_factor: float) -> 
     rows = []
     for tb, sub in screen.groupby("testbed", sort=False):
         means = sub.groupby(["policy", "rpm_per_instance"])["goodput_tps"].mean()
-        peak = means.groupby(level="policy").max().sort_index()
-        best = str(peak.idxmax())
+        best = top_by_name(sub)
         knee = float(means.loc[best].idxmax())
         at_knee = means.xs(knee, level="rpm_per_instance").sort_index().sort_values(ascending=False, kind="stable")
         carried = list(at_knee.index[:n_baselines])
@@ -160,9 +143,11 @@ def serving_stack(*, testbeds: Sequence[str], screen_rpm: Mapping[str, Sequence[
     unknown = sorted(set(mechanisms) - set(MECHANISMS))
     if unknown:
         raise ValueError(f"unknown mechanism(s) {unknown}; known: {MECHANISMS}")
-    reference = {tb: past_factor * max(screen_rpm[tb]) for tb in testbeds}
-    common = {"n_instances": n_instances, "minutes": minutes, "warmup_frac": warmup_frac,
-              "reference_rpm": reference, "workload": workload, "trace": trace, "jobs": jobs}
+    setups = {(tb, m): {"testbed": tb, "n_instances": n_instances[tb], "minutes": minutes[tb], "trace": trace,
+                        "cluster_overrides": mechanism_overrides(m, TESTBEDS[tb][2]),
+                        "workload_overrides": {"preset": workload, "reference_rpm": past_factor * max(screen_rpm[tb])}}
+              for tb in testbeds for m in dict.fromkeys(("full (lmcache-mooncake)", *mechanisms))}
+    common = {"setups": setups, "warmup_frac": warmup_frac, "jobs": jobs}
     screen_runs = {tb: [("full (lmcache-mooncake)", "screen", rpm, pol) for rpm in screen_rpm[tb]
                         for pol in candidates] for tb in testbeds}
     screen = _run("screen", testbeds, screen_seeds, screen_runs, **common)
