@@ -12,12 +12,14 @@ Most figures run the same experiment. A :class:`Comparison` declares it:
   is fixed there (:mod:`~smetric.experiments.screening`), and with ``n_keep`` only the ``n_keep`` baselines
   of highest screening peak ``measure`` go on to the comparison seeds;
 * ``loops`` and ``columns`` -- the order points are run in and the order of their label columns in the
-  result.
+  result;
+* ``simulate`` -- the simulation of one point: :func:`~smetric.testbeds.offered_point` (one row of summary
+  metrics), or a function with its keywords returning a frame of rows (fig. 8's latency quantiles).
 
 :func:`run_comparison` runs it with one :func:`~smetric.experiments.sweep.sweep` per stage: one row per
 point with its labels, ``policy``, every summary metric, ``screen_seed`` (a screening row) and, with
 ``n_keep``, ``kept``. :func:`run_cases` is the layer below, for grids that are not a product (points
-listed one by one). Figs. 2, 3, 6, 7, 9, 14 and 17 are comparisons (:mod:`~smetric.experiments.motivation`,
+listed one by one). Figs. 2, 3, 6-9, 14 and 17 are comparisons (:mod:`~smetric.experiments.motivation`,
 :mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`, the figure modules of 14 and 17,
 whose panels set each router's information model); figs. 10 and 11 list their
 points for :func:`run_cases`. The analysis of a comparison -- the comparator, paired gains, their interval -- is
@@ -80,6 +82,7 @@ class Comparison:
     loops: Sequence[str] = _AXES
     columns: Sequence[str] | None = None
     warmup_frac: float = 0.25
+    simulate: Callable[..., Mapping | pd.DataFrame] = offered_point
 
     def __post_init__(self) -> None:
         if sorted(self.loops) != sorted(_AXES) or list(self.loops).index("panel") > list(self.loops).index(
@@ -175,7 +178,7 @@ def run_comparison(comparison: Comparison, *, jobs: int | None = None) -> pd.Dat
 def _run(c: Comparison, points: list[dict], jobs: int | None) -> pd.DataFrame:
     setups = {key: panel.setup for key, panel in c.panels.items()}
     return run_cases(points, c.cases(), setups, warmup_frac=c.warmup_frac, jobs=jobs, case=c.label,
-                     setup=tuple(c.panel_columns))
+                     setup=tuple(c.panel_columns), simulate=c.simulate)
 
 
 def _key(value: Hashable) -> Hashable:
@@ -186,18 +189,19 @@ def _key(value: Hashable) -> Hashable:
 
 
 def _case_point(*, cases: Mapping, setups: Mapping, case_column: str, setup_column: str | tuple, warmup_frac: float,
-                **point) -> dict:
+                simulate: Callable, **point) -> Mapping | pd.DataFrame:
     """One simulation (sweep point function): the point's case in the point's setup at its load and seed."""
     policy, params = cases[point[case_column]]
     key = point[setup_column] if isinstance(setup_column, str) else _key(tuple(point[c] for c in setup_column))
     setup = setups[key](policy) if callable(setups[key]) else setups[key]
-    return offered_point(point["rpm_per_instance"], policy, seed=point["seed"], warmup_frac=warmup_frac,
-                         params=params, **setup)
+    return simulate(point["rpm_per_instance"], policy, seed=point["seed"], warmup_frac=warmup_frac, params=params,
+                    **setup)
 
 
 def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]],
               setups: Mapping[Hashable, Mapping], *, warmup_frac: float = 0.25, jobs: int | None = None,
-              case: str = "case", setup: str | Sequence[str] = "setup") -> pd.DataFrame:
+              case: str = "case", setup: str | Sequence[str] = "setup",
+              simulate: Callable[..., Mapping | pd.DataFrame] = offered_point) -> pd.DataFrame:
     """Simulate every point and return one row per point: its columns, ``policy``, then the summary metrics.
 
     Each point names a ``case`` (its column ``case``: a key of ``cases``, ``(policy, params)``) and a setup
@@ -207,7 +211,8 @@ def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]
     and gives ``rpm_per_instance`` (offered load) and ``seed`` (workload and policy seed); any other columns are
     labels carried into the result. All points must have the same columns. Points sharing a workload should be
     adjacent (workers cache a few workloads). A ``policy`` column is added after the point's columns unless
-    ``case`` is ``policy``. A failed simulation raises.
+    ``case`` is ``policy``. ``simulate`` runs one point (:class:`Comparison`'s ``simulate``). A failed
+    simulation raises.
     """
     points = [dict(p) for p in points]
     setup = setup if isinstance(setup, str) else tuple(setup)
@@ -223,7 +228,7 @@ def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, Mapping]
         if not point["rpm_per_instance"] > 0:
             raise ValueError(f"point {i}: rpm_per_instance must be > 0, got {point['rpm_per_instance']!r}")
     shared = {"cases": dict(cases), "setups": {k: v if callable(v) else dict(v) for k, v in setups.items()},
-              "case_column": case, "setup_column": setup, "warmup_frac": warmup_frac}
+              "case_column": case, "setup_column": setup, "warmup_frac": warmup_frac, "simulate": simulate}
     frame = sweep(points, _case_point, shared=shared, jobs=jobs, on_error="raise")
     if case != "policy":
         frame.insert(len(points[0]) if points else 0, "policy", frame[case].map(lambda c: cases[c][0]))

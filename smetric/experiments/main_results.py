@@ -62,12 +62,11 @@ from .screening import (
     split_screening,
 )
 from .setup_choice import choose_setup
-from .sweep import sweep
 from .verdicts import claim_columns, paired_gains, seed_peaks
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
-    "pd_prefill_vs_load", "latency_distributions", "screening_table", "comparators", "anchor_table",
+    "pd_prefill_vs_load", "latency_distributions", "latency_point", "screening_table", "comparators", "anchor_table",
     "paper_load_gains",
     "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
     "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
@@ -333,11 +332,18 @@ def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = F
 
 
 # ---------------------------------------------------------------------------------------- fig. 8
-def _latency_point(policy: str, seed: int, *, workloads: dict, cluster, warmup_frac: float) -> pd.DataFrame:
-    """TTFT and TPOT quantiles of one policy's requests after the warm-up cut (module level for Dask)."""
+def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_frac: float, params: dict,
+                  testbed: str, n_instances: int | None, minutes: float, workload: str,
+                  trace: str | None) -> pd.DataFrame:
+    """TTFT and TPOT quantiles of one policy's requests after the warm-up cut, and its summary (a
+    :class:`~smetric.experiments.comparison.Comparison`'s ``simulate``)."""
     from ..cluster.simulate import simulate
 
-    result = simulate(workloads[seed], cluster, policy, load=1.0, seed=seed, progress=False)
+    cluster = paper_cluster(testbed, n_instances=n_instances)
+    rpm = float(rpm_per_instance)
+    work = (trace_workload(trace, cluster.n_instances, minutes, rpm) if trace is not None else
+            agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=rpm, preset=workload))
+    result = simulate(work, cluster, policy, params or None, load=1.0, seed=seed, progress=False)
     since = result.warmup_end(warmup_frac)
     rq = result.measured(since)
     summary = result.summary(since=since)
@@ -371,23 +377,13 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
     _check_names([testbed], policies)
     if len(set(seeds)) != len(seeds) or not seeds:
         raise ValueError(f"seeds must be distinct and non-empty, got {list(seeds)}")
-    if screen_seeds:
-        check_screen_seeds(screen_seeds, seeds)
-    cluster = paper_cluster(testbed, n_instances=n_instances)
-    rpm = float(rpm_per_instance)
-    every = [*map(int, screen_seeds), *map(int, seeds)]
-    workloads = {s: (trace_workload(trace, cluster.n_instances, float(minutes), rpm) if trace is not None else
-                     agent_workload(cluster.n_instances, float(minutes), s, rpm_per_instance=rpm, preset=workload))
-                 for s in every}
-    grid = [{"policy": p, "seed": int(s)} for s in screen_seeds for p in policies if p != "smetric"]
-    grid += [{"policy": p, "seed": int(s)} for s in seeds for p in policies]
-    out = sweep(grid, _latency_point, shared={"workloads": workloads, "cluster": cluster, "warmup_frac": warmup_frac},
-                jobs=jobs, on_error="raise")
-    out.insert(0, "testbed", testbed)
-    out.insert(1, "workload", trace if trace is not None else workload)
-    out.insert(3, "rpm_per_instance", rpm)
-    out["screen_seed"] = out["seed"].isin([int(s) for s in screen_seeds])
-    return out
+    setup = {"testbed": testbed, "n_instances": n_instances, "minutes": float(minutes), "workload": workload,
+             "trace": trace}
+    panel = {(testbed, trace if trace is not None else workload): Panel(setup, (rpm_per_instance,))}
+    return run_comparison(Comparison(panel, policies, seeds, ("testbed", "workload"), screen_seeds=screen_seeds,
+                                     loops=("panel", "rpm_per_instance", "seed", "policy"),
+                                     columns=("testbed", "workload", "policy", "rpm_per_instance", "seed"),
+                                     warmup_frac=warmup_frac, simulate=latency_point), jobs=jobs)
 
 
 def _quantile_column(metric: str, q: float) -> str:
