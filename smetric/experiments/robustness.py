@@ -26,6 +26,7 @@ from .verdicts import (
     gain_interval,
     paired_gains,
     parse_paper_value,
+    percent,
     point_table,
     point_verdict,
     seed_peaks,
@@ -255,10 +256,6 @@ def short_names(table: pd.DataFrame) -> dict[str, str]:
     return {name: ", ".join(one(p) for p in name.split(", ")) for name in dict.fromkeys(table["variant"])}
 
 
-def _pct(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{100 * x:+.1f}"
-
-
 def plot_robustness(table: pd.DataFrame, title: str = ""):
     """Heat map of a robustness map (:func:`adjust_map`): one row per claim (and point), one column per variant;
     colour = verdict (the corrected one where the table has ``verdict_uncorrected``; a cell whose uncorrected
@@ -290,7 +287,7 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
             edge = r.get("peaks_at_edge", np.nan)
             note = f"\n{int(edge)} at edge" if np.isfinite(edge) and edge > 0 else ""
             star = "*" if r.get("verdict_uncorrected", r["verdict"]) != r["verdict"] else ""
-            ax.text(j, i, f"{_pct(r['gain_mean'])}%{star}\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
+            ax.text(j, i, f"{percent(r['gain_mean'])}%{star}\n[{percent(r['ci_low'])}, {percent(r['ci_high'])}]{note}",
                     ha="center", va="center", fontsize=7, color="white" if r["verdict"] == "reproduced" else "black")
     ax.imshow(np.ma.masked_invalid(codes), cmap=ListedColormap([VERDICT_COLOURS[v] for v in order]), vmin=-0.5,
               vmax=len(order) - 0.5, aspect="auto")

@@ -47,7 +47,7 @@ from ..cluster.connector import KVConnector
 from ..testbeds import TESTBEDS
 from .comparison import run_cases
 from .screening import top_by_name
-from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains
+from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
@@ -220,8 +220,8 @@ def load_only_table(frame: pd.DataFrame, bound: float = -0.07) -> pd.DataFrame:
     return _ordered(pd.DataFrame(rows), list(dict.fromkeys(main["testbed"])))
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}"
+def _interval(row) -> str:
+    return f"{percent(row['gain_mean'])}% [{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
 
 
 def plot_serving_stack(gains: pd.DataFrame):
@@ -240,9 +240,7 @@ def plot_serving_stack(gains: pd.DataFrame):
     for i, m in enumerate(rows):
         for j, (tb, ld) in enumerate(cols):
             r = cell.loc[(tb, ld, m)]
-            label = f"{_pct(r['gain_mean'])}% [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]\nvs {r['best_baseline']}"
-            ax.text(j, i, label,
-                    ha="center", va="center", fontsize=6.5,
+            ax.text(j, i, f"{_interval(r)}\nvs {r['best_baseline']}", ha="center", va="center", fontsize=6.5,
                     color="white" if abs(r["gain_mean"]) > 0.6 * lim else "black")
             if r["tie"]:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.55", lw=0))
@@ -271,12 +269,11 @@ def stack_findings(frame: pd.DataFrame) -> list[str]:
         steps = ladder.diff().dropna()
         line = (f"{tb} {ld} ({g['rpm_per_instance'].iloc[0]:g} rpm/inst; screen's best baseline "
                 f"{choice.loc[tb, 'best_baseline']}, knee {choice.loc[tb, 'knee']:g}): ")
-        parts = [f"{m} {_pct(g.loc[m, 'gain_mean'])}% [{_pct(g.loc[m, 'ci_low'])}, {_pct(g.loc[m, 'ci_high'])}]"
-                 for m in ("ideal", "full (lmcache-mooncake)", "lmcache-mooncake-fast", "lmcache-mooncake-slow")
-                 if m in g.index]
+        parts = [f"{m} {_interval(g.loc[m])}" for m in ("ideal", "full (lmcache-mooncake)", "lmcache-mooncake-fast",
+                                                         "lmcache-mooncake-slow") if m in g.index]
         if len(steps):
             big = steps.abs().idxmax()
-            parts.append(f"largest ladder step {big} ({_pct(steps[big])} points)")
+            parts.append(f"largest ladder step {big} ({percent(steps[big])} points)")
         out.append(line + "; ".join(parts))
     main = _main(frame)
     runs = main.set_index(["testbed", "load", "seed", "policy", "mechanism"])["goodput_tps"].unstack("mechanism")
@@ -289,6 +286,6 @@ def stack_findings(frame: pd.DataFrame) -> list[str]:
     for tb, sub in knee.groupby("testbed", sort=False):
         held = sub.loc[sub["verdict"] == "reproduced", "mechanism"].tolist()
         out.append(f"C9's rule (least-load within 7 % of the best, lower bound -0.07) at the {tb} knee: "
-                   + ", ".join(f"{r.mechanism} {_pct(r.rel_mean)}% [{r.verdict}]" for r in sub.itertuples())
+                   + ", ".join(f"{r.mechanism} {percent(r.rel_mean)}% [{r.verdict}]" for r in sub.itertuples())
                    + f" -- holds in {len(held)} of {len(sub)} rows (a finding; C9's claim row stays in fig03)")
     return out

@@ -55,6 +55,7 @@ from ..comparison import Comparison, Panel, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
+from ..verdicts import percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
@@ -156,10 +157,6 @@ def overview(df: pd.DataFrame) -> pd.DataFrame:
 _TICKS = (-200, -100, -50, -20, -10, -5, 0, 5, 10, 20, 50, 100, 200, 500)
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}"
-
-
 def plot(df: pd.DataFrame):
     """One panel per axis (rows) and workload (columns): SMETRIC's gain (%, mean and 95 % interval) at the default
     and at each level, over the best baseline, LMetric and Dynamo; the paper's +9 % dashed; the y axis is linear
@@ -218,7 +215,7 @@ def claims(df: pd.DataFrame) -> list[dict]:
         points = [hs.point_label(r) for _, r in sub.iterrows()]
         cols = claim_columns(ivs, paper_value(claim), points=points, comparators=list(sub["baseline"]))
         held = sub[sub["verdict"].isin(_HOLDS)]
-        text = "; ".join(f"{hs.point_label(r)} {_pct(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
+        text = "; ".join(f"{hs.point_label(r)} {percent(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
         what = "gain" if statistic == "gain" else "change of the gain from the default"
         rows.append({"claim_id": claim, "reproduced": f"{what} holds at: {text}", **cols,
                      "reason": f"{len(sub)} points (both workloads, each level; comparator fixed on screening "
@@ -240,7 +237,7 @@ def findings(df: pd.DataFrame) -> str:
     lines = []
     for w in dict.fromkeys(best["workload"]):
         d = gain.loc[(w, hs.DEFAULT, hs.DEFAULT)]
-        lines.append(f"{w} at {d['rpm_per_instance']:.3g} rpm/instance: default {_pct(d['gain_mean'])} % vs "
+        lines.append(f"{w} at {d['rpm_per_instance']:.3g} rpm/instance: default {percent(d['gain_mean'])} % vs "
                      f"{d['baseline']} ({d['verdict']}; imbalance of queued prefill "
                      f"{d['baseline_imbalance_waiting_time_avg']:.2f}x vs SMETRIC "
                      f"{d['smetric_imbalance_waiting_time_avg']:.2f}x)")
@@ -250,9 +247,9 @@ def findings(df: pd.DataFrame) -> str:
                 if ww != w or a != axis:
                     continue
                 change = "runs as at the default" if (w, axis, level) not in growth.index else \
-                    f"change {_pct(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
+                    f"change {percent(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
                     f"{growth.loc[(w, axis, level), 'verdict']}"
-                parts.append(f"{level} {_pct(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
+                parts.append(f"{level} {percent(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
                              f"imbalance "
                              f"{r['baseline_imbalance_waiting_time_avg']:.2f}x/{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
             lines.append(f"  {axis}: " + "; ".join(parts))
