@@ -26,7 +26,7 @@ quick: bool = False  # True: the small `quick` preset (CI); figures then go to b
 # seeds, loads, policies ... take literal values: lists, dicts, numbers, strings.
 variations: dict = None  # axis -> values varied one at a time around the default variant
 trace: str = None  # a timestamped trace file or catalog name run as one more workload variant (replayed at each offered rate; the probe starts at bailian-coder's guess)
-under_provisioned: str = None  # the under-provisioned store, per instance: capacity GB and GB/s
+under_provisioned: str = None  # the under-provisioned store per instance (capacity GB:GB/s), full within the window (module docstring)
 policies: list = None  # smetric and the baselines: LMetric and Dynamo (fig06's best on bailian-coder and on claude-code), least-load (load-only)
 split: list = None  # prefill, decode instances of C14 (the split fig07's rule chose)
 n_instances: int = None  # instances of the 30B testbed

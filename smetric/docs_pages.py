@@ -164,7 +164,29 @@ def validation_tables() -> str:
     return readme_tables(pd.read_csv(_record() / "fig16_real_clusters.csv"))
 
 
+def misses() -> str:
+    """Every router-level miss and model miss with its measured numbers and likely cause
+    (``data/validation/misses.csv``)."""
+    frame = pd.read_csv(run_context().data_dir / "validation" / "misses.csv", keep_default_na=False)
+    return "\n".join(
+        f"* **{r.experiment}** ({r.router}; {r.metric}): measured {r.measured}, predicted {r.predicted}"
+        + (f", error {r.error}" if r.error else "") + f". {r.mechanism}. Evidence: {r.evidence}. "
+        f"Modelled: {r.modelled}." for r in frame.itertuples()) + "\n"
+
+
 # ------------------------------------------------------------------------------------------------ model
+def serving_stack() -> str:
+    """The serving-stack rows with every parameter's value and source (``data/perf/serving_stack.json``)."""
+    data = json.loads((run_context().data_dir / "perf" / "serving_stack.json").read_text())
+    rows = data["rows"]
+    params = list(dict.fromkeys(p for row in rows.values() for p in row["params"]))
+    frame = pd.DataFrame([{"parameter": f"`{p}`", **{f"`{name}`": row["params"][p]["value"]
+                                                     for name, row in rows.items()}} for p in params])
+    aliases = ", ".join(f"`{a}` = `{v['row']}`" for a, v in data["aliases"].items())
+    sources = "\n".join(f"* `{key}`: {text}" for key, text in data["sources"].items())
+    return _table(frame) + f"\nAliases: {aliases}.\n\nSources:\n\n{sources}\n"
+
+
 def testbeds() -> str:
     """The paper testbeds and the defaults every figure runs with (``smetric.testbeds``)."""
     from . import testbeds
@@ -334,6 +356,8 @@ BLOCKS = (
     Block("docs/results.md", "claim-points", "figures/claims.csv", claims_points),
     Block("docs/results.md", "findings", "figures/figNN_*.csv", figure_findings),
     Block("docs/validation.md", "validation", "figures/fig16_real_clusters.csv", validation_tables),
+    Block("docs/validation.md", "misses", "data/validation/misses.csv", misses),
+    Block("docs/model.md", "serving-stack", "data/perf/serving_stack.json", serving_stack),
     Block("docs/model.md", "testbeds", "smetric.testbeds", testbeds),
     Block("docs/model.md", "kv-path", "data/perf/kv_path.json", kv_path),
     Block("docs/model.md", "presets", "smetric.workload.synthetic.PRESETS", presets),

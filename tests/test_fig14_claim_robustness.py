@@ -7,6 +7,7 @@ import pytest
 from smetric.experiments import main_results as mr
 from smetric.experiments.figures import fig14_claim_robustness as fig14
 from smetric.experiments.robustness import MAP_COLUMNS, Variant, knee_anchor
+from smetric.experiments.screening import top_by_name
 from smetric.experiments.verdicts import claim_columns, gain_interval, parse_paper_value
 
 
@@ -78,35 +79,37 @@ def test_the_comparator_is_fixed_on_the_screening_seeds_alone():
     rows = [{"seed": s, "policy": p, "rpm_per_instance": r, "goodput_tps": v}
             for s in (100, 101) for p, vals in {"a": (10, 20, 15), "b": (12, 19, 18)}.items()
             for r, v in zip((30, 40, 50), vals)]
-    assert fig14.comparator(pd.DataFrame(rows), "goodput_tps") == "a"  # peak of the mean 20 > 19
+    assert top_by_name(pd.DataFrame(rows), "goodput_tps") == "a"  # peak of the mean 20 > 19
+    tied = pd.DataFrame(rows).assign(policy=lambda d: d["policy"].map({"a": "z", "b": "b"}), goodput_tps=1.0)
+    assert top_by_name(tied, "goodput_tps") == "b"  # ties: first by name, not by row order
     with pytest.raises(ValueError, match="screening"):
-        fig14.comparator(pd.DataFrame(rows).iloc[:0], "goodput_tps")
+        top_by_name(pd.DataFrame(rows).iloc[:0], "goodput_tps")
     with pytest.raises(ValueError, match="disjoint"):
         fig14.Params.quick().preset(True, screening_seeds=(0,))
 
 
 def test_knee_anchor_finds_the_peak_and_extends_past_an_end(monkeypatch):
-    from smetric.experiments import robustness
+    import smetric.testbeds
 
     calls = []
 
-    def fake(variant, seeds, *, rpm_grid, policies, metric, **kw):
-        rpm = rpm_grid(variant)[0]
-        calls.append(rpm)
-        return pd.DataFrame({"seed": [0], "policy": policies, "rpm_per_instance": [rpm], metric: [-(rpm - peak) ** 2]})
+    def fake(rpm, policy, **kw):
+        calls.append((rpm, policy))
+        return {"goodput_tps": -(rpm - peak) ** 2}
 
-    monkeypatch.setattr(robustness, "peak_compute", fake)
+    monkeypatch.setattr(smetric.testbeds, "offered_point", fake)
     peak = 70.0  # inside the ladder 20.5..78.1
-    anchor, probe = knee_anchor(Variant(), start=40.0)
+    anchor, probe = knee_anchor(Variant(), start=40.0, reference_rpm=100.0)
     assert anchor == pytest.approx(40.0 * 1.25 ** 2) and len(probe) == 7
-    assert "smetric" not in set(probe["policy"])
+    assert {policy for _, policy in calls} == {"least-load"}  # SMETRIC is not run
     calls.clear()
     peak = 150.0  # beyond the ladder's top: extended step by step until the peak is inside
-    anchor, probe = knee_anchor(Variant(), start=40.0)
-    assert anchor == pytest.approx(40.0 * 1.25 ** 6) and max(calls) == pytest.approx(40.0 * 1.25 ** 7)
-    assert len(probe) == len(set(calls)) == 11
+    anchor, probe = knee_anchor(Variant(), start=40.0, reference_rpm=100.0)
+    rpms = [rpm for rpm, _ in calls]
+    assert anchor == pytest.approx(40.0 * 1.25 ** 6) and max(rpms) == pytest.approx(40.0 * 1.25 ** 7)
+    assert len(probe) == len(set(rpms)) == 11
     with pytest.raises(ValueError, match="ratio > 1"):
-        knee_anchor(Variant(), start=40.0, ratio=1.0)
+        knee_anchor(Variant(), start=40.0, ratio=1.0, reference_rpm=100.0)
 
 
 def test_quick_compute_runs_every_claim_on_every_variant():
@@ -136,7 +139,7 @@ def test_a_real_trace_variant_is_measured_over_its_own_window():
 def test_a_trace_file_is_one_more_workload_variant(tmp_path):
     """``trace=PATH`` adds a workload variant that replays the file at each offered rate."""
     from smetric.experiments.figures import fig14_claim_robustness as fig14
-    from smetric.experiments.robustness import Variant, peak_compute
+    from smetric.experiments.robustness import Variant, variant_setup
     from smetric.testbeds import offered_point
     from smetric.workload.synthetic import synth_agent_workload
     from smetric.workload.writers import write_trace
@@ -147,7 +150,8 @@ def test_a_trace_file_is_one_more_workload_variant(tmp_path):
     names = [v.name for v in fig14.variants(fig14.Params(**{**p.as_dict(), "trace": path}))]
     assert names == [v.name for v in fig14.variants(p)] + [f"workload={path}"]
     assert fig14._reference(p, path) == fig14._reference(p, "bailian-coder")
-    rows = peak_compute(Variant(name="t", workload=path), (0, 1), rpm_grid={"t": (20.0,)}, policies=("least-load",),
-                        n_instances=2, minutes=2.0)
+    setup = variant_setup(Variant(name="t", workload=path), "least-load", reference_rpm=20.0, n_instances=2,
+                          minutes=2.0)
+    rows = [offered_point(20.0, "least-load", seed=s, **setup)["goodput_tps"] for s in (0, 1)]
     direct = offered_point(20.0, "least-load", n_instances=2, minutes=2.0, trace=path)
-    assert rows["goodput_tps"].tolist() == [direct["goodput_tps"]] * 2  # the same file for every seed
+    assert rows == [direct["goodput_tps"]] * 2  # the same file for every seed

@@ -12,12 +12,12 @@ from smetric.experiments.ablation import (
     ablation_claims,
     ablation_gains,
     peak_goodput,
-    run_cases,
     sensitivity,
     sensitivity_claims,
     sensitivity_summary,
 )
 from smetric.experiments.claims import record_claims
+from smetric.experiments.comparison import run_cases
 from smetric.experiments.figures import fig09_ablation as fig09
 from smetric.experiments.figures import fig10_sensitivity as fig10
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes

@@ -11,6 +11,7 @@ import pytest
 from smetric.context import run_context
 from smetric.experiments.figure import FigureParams, check_module, param
 from smetric.experiments.figures import figure_module, figure_modules
+from smetric.experiments.parameters_cell import parameters_source, stale_notebooks
 
 NOTEBOOKS = run_context().notebooks_dir
 NAMES = sorted(figure_modules())
@@ -49,6 +50,13 @@ def test_papermill_reads_every_parameter(name, caplog):
     assert set(declared) == {f.name for f in fields(figure_modules()[name].Params)} | {"quick"}
     assert declared["quick"]["default"] == "False"
     assert all(declared[f]["default"] == "None" for f in declared if f != "quick")
+
+
+def test_parameters_cells_are_generated_from_params():
+    """Every notebook's parameters cell is the one ``python -m smetric.experiments.parameters_cell`` writes."""
+    assert stale_notebooks() == [], "run python -m smetric.experiments.parameters_cell"
+    source = parameters_source(figure_module("fig06"))
+    assert "screen_seeds: list = None  # seeds of the baseline screening (disjoint from seeds)" in source.splitlines()
 
 
 def test_preset_overrides_keep_none_and_freeze_lists():

@@ -1,4 +1,5 @@
-"""Robustness map machinery: variants, claim specs, the map on a fake compute function, the plot, setup choice."""
+"""Robustness map machinery: variants, claim specs judged on fake per-seed results, the plot, setup choice, the
+variant setup on the engine."""
 
 from functools import partial
 
@@ -11,15 +12,13 @@ from smetric.experiments.robustness import (
     MAP_COLUMNS,
     ClaimSpec,
     Variant,
-    factorial,
     one_at_a_time,
-    peak_compute,
     plot_robustness,
-    robustness_map,
+    variant_setup,
 )
 from smetric.experiments.setup_choice import choose_setup
-from smetric.experiments.sweep import SweepError
 from smetric.experiments.verdicts import parse_paper_value
+from smetric.testbeds import offered_point
 
 # SMETRIC's true relative gain over baseline A per (gpu, store): clear win, clear loss, nothing.
 _TRUE_GAIN = {("h200", "provisioned"): 0.10, ("h20", "provisioned"): -0.06, ("h200", "50:1"): 0.0,
@@ -56,7 +55,15 @@ def fake_points(variant, seeds):
 
 
 def _variants():
-    return factorial(gpu=["h20", "h200"], store=["provisioned", "50:1"])
+    return [Variant(name=f"gpu={g}, store={st}", gpu=g, store=st) for g in ("h20", "h200")
+            for st in ("provisioned", "50:1")]
+
+
+def _map(specs, variants, seeds):
+    """Each ``(spec, compute)`` judged on every variant's per-seed results: one row per claim, point and variant."""
+    return pd.DataFrame([{"claim_id": spec.claim_id, "point": cell.pop("point"), "variant": v.name, **v.axes(),
+                          **cell} for spec, compute in specs for v in variants
+                         for cell in spec.cells(compute(v, tuple(seeds)))])
 
 
 def test_variants():
@@ -64,23 +71,20 @@ def test_variants():
     assert v.axes() == {"workload": "bailian-coder", "kv_connector": "lmcache-mooncake", "gpu": "h20",
                         "attention": "fa3", "store": "provisioned", "replay": "closed", "router": "exact",
                         "arrival": "poisson", "engine": "paper-testbed"}
-    grid = _variants()
-    assert [x.name for x in grid] == ["gpu=h20, store=provisioned", "gpu=h20, store=50:1",
-                                      "gpu=h200, store=provisioned", "gpu=h200, store=50:1"]
     oat = one_at_a_time(gpu=["h20", "h200", "h800"], store=["none"])
     assert [x.name for x in oat] == ["default", "gpu=h200", "gpu=h800", "store=none"]
     assert oat[3].gpu == "h20" and oat[3].store == "none"
     with pytest.raises(ValueError, match="unknown axes"):
-        factorial(tp=["1"])
+        one_at_a_time(tp=["1"])
     with pytest.raises(ValueError, match="non-empty list"):
-        factorial(gpu="h20")
+        one_at_a_time(gpu="h20")
     with pytest.raises(ValueError, match="non-empty string"):
         Variant(gpu="")
 
 
 def test_map_on_a_fake_compute():
-    spec = ClaimSpec("C13_peak_30b", fake_compute)  # paper +0.09: band [0.045, 0.135]
-    table, results = robustness_map([spec], _variants(), seeds=range(8), jobs=1)
+    spec = ClaimSpec("C13_peak_30b")  # paper +0.09: band [0.045, 0.135]
+    table = _map([(spec, fake_compute)], _variants(), seeds=range(8))
     assert list(table.columns) == ["claim_id", "point", "variant", *AXES, "best_baseline", "gain_mean", "ci_low",
                                    "ci_high", "n_seeds", "verdict", "peaks_at_edge"]
     assert set(MAP_COLUMNS) <= set(table.columns)
@@ -96,16 +100,12 @@ def test_map_on_a_fake_compute():
     for (gpu, store), g in _TRUE_GAIN.items():
         r = cell.loc[(gpu, store)]
         assert r["ci_low"] - 1e-3 <= g <= r["ci_high"] + 1e-3
-    assert {"claim_id", "variant", "seed", "policy", "goodput_tps"} <= set(results.columns)
-    assert len(results) == 4 * 8 * 3 * 4
-    again, _ = robustness_map([spec], _variants(), seeds=range(8), jobs=1)
-    pd.testing.assert_frame_equal(table, again)
+    pd.testing.assert_frame_equal(table, _map([(spec, fake_compute)], _variants(), seeds=range(8)))
 
 
 def test_map_per_paper_point():
-    spec = ClaimSpec("C12_gain_vs_load", fake_points, statistic="points",
-                     points=("6x", "8x", "9x", "past saturation"))
-    table, _ = robustness_map([spec], [Variant()], seeds=range(6), jobs=1)
+    spec = ClaimSpec("C12_gain_vs_load", statistic="points", points=("6x", "8x", "9x", "past saturation"))
+    table = _map([(spec, fake_points)], [Variant()], seeds=range(6))
     assert table["point"].tolist() == ["6x", "8x", "9x", "past saturation"]
     # 6x is the equivalence "within 1 %" (TOST): a gain near 0 with a tight interval reproduces it
     assert table["verdict"].tolist() == ["reproduced", "reproduced", "reproduced", "contradicted"]
@@ -129,16 +129,15 @@ def _falling(variant, seeds):
 
 
 def test_map_flags_peaks_at_the_grid_edge():
-    spec = ClaimSpec("C13_peak_30b", _rising)
-    table, _ = robustness_map([spec, ClaimSpec("C13_peak_235b", _falling)], [Variant(gpu="h200")], seeds=range(3),
-                              jobs=1)
+    table = _map([(ClaimSpec("C13_peak_30b"), _rising), (ClaimSpec("C13_peak_235b"), _falling)],
+                 [Variant(gpu="h200")], seeds=range(3))
     assert table["peaks_at_edge"].tolist() == [3, 3]
 
 
 def test_map_with_a_bound_claim():
-    spec = ClaimSpec("C9_load_only_provisioned", fake_compute, ours="A", baselines=("smetric", "B"))
-    table, _ = robustness_map([spec], [Variant(gpu="h200", store="provisioned"),
-                                       Variant(name="big loss", gpu="h20", store="50:1")], seeds=range(4), jobs=1)
+    spec = ClaimSpec("C9_load_only_provisioned", ours="A", baselines=("smetric", "B"))
+    table = _map([(spec, fake_compute)], [Variant(gpu="h200", store="provisioned"),
+                                          Variant(name="big loss", gpu="h20", store="50:1")], seeds=range(4))
     # A vs SMETRIC: 1/1.1 - 1 = -9 % (below the -7 % bound); 1/1.3 - 1 = -23 %
     assert table["verdict"].tolist() == ["contradicted", "contradicted"]
     assert (table["best_baseline"] == "smetric").all()
@@ -154,36 +153,24 @@ def test_map_with_a_bound_claim():
     (dict(claim_id="C99"), "unknown claim"),
 ])
 def test_claim_spec_validation(kwargs, message):
-    kwargs = {"compute": fake_compute, **kwargs}
     with pytest.raises(ValueError, match=message):
         ClaimSpec(**kwargs)
-    with pytest.raises(TypeError, match="callable"):
-        ClaimSpec("C13_peak_30b", compute=3)
 
 
 def test_claim_spec_takes_an_explicit_paper_value():
-    spec = ClaimSpec("my_claim", fake_compute, paper=parse_paper_value("-0.36", "relative"))
-    table, _ = robustness_map([spec], [Variant(gpu="h20")], seeds=range(4), jobs=1)
+    spec = ClaimSpec("my_claim", paper=parse_paper_value("-0.36", "relative"))
+    table = _map([(spec, fake_compute)], [Variant(gpu="h20")], seeds=range(4))
     assert table["verdict"].tolist() == ["smaller than claimed"]  # -6 %: the paper's sign, short of [-54 %, -18 %]
 
 
-def _stray_seed(variant, seeds):
-    return fake_compute(variant, tuple(s + 100 for s in seeds))
-
-
-def test_map_rejects_bad_runs():
-    with pytest.raises(SweepError, match="returned seeds"):
-        robustness_map([ClaimSpec("C13_peak_30b", _stray_seed)], [Variant()], seeds=[0, 1], jobs=1)
-    with pytest.raises(ValueError, match="distinct"):
-        robustness_map([ClaimSpec("C13_peak_30b", fake_compute)], [Variant(), Variant()], seeds=[0], jobs=1)
+def test_a_spec_rejects_points_it_does_not_name():
     with pytest.raises(ValueError, match="not in"):
-        robustness_map([ClaimSpec("C12_gain_vs_load", fake_points, statistic="points", points=("a", "b", "c", "d"))],
-                       [Variant()], seeds=[0, 1], jobs=1)
+        ClaimSpec("C12_gain_vs_load", statistic="points", points=("a", "b", "c", "d")).cells(
+            fake_points(Variant(), (0, 1)))
 
 
 def test_plot(tmp_path):
-    spec = ClaimSpec("C13_peak_30b", fake_compute)
-    table, _ = robustness_map([spec], _variants(), seeds=range(4), jobs=1)
+    table = _map([(ClaimSpec("C13_peak_30b"), fake_compute)], _variants(), seeds=range(4))
     fig = plot_robustness(table)
     ax = fig.axes[0]
     texts = [t.get_text() for t in ax.texts]
@@ -243,53 +230,50 @@ def test_choose_setup_errors():
         choose_setup(_split_frame(lambda s, k: 1.0), baselines=["C"])
 
 
-# ------------------------------------------------------------------------------------------ engine compute
-def test_peak_compute_validates():
-    fn = partial(peak_compute, rpm_grid={"h20": (4.0,)}, policies=("smetric", "least-load"), n_instances=2,
-                 minutes=1.0)
+# ------------------------------------------------------------------------------------------ engine setup
+def _goodput(variant, policy="least-load", rpm=40.0, seed=0, **kw):
+    """``policy``'s goodput on ``variant`` at ``rpm`` (a workload generated at that rate)."""
+    setup = variant_setup(variant, policy, reference_rpm=rpm, **kw)
+    return offered_point(rpm, policy, seed=seed, **setup)["goodput_tps"]
+
+
+def test_variant_setup_validates():
+    fn = partial(_goodput, rpm=4.0, n_instances=2, minutes=1.0)
     with pytest.raises(ValueError, match="unknown KV connector|kv_connector"):
-        fn(Variant(kv_connector="lmcache"), (0,))
+        fn(Variant(kv_connector="lmcache"))
     with pytest.raises(FileNotFoundError, match="neither an existing file nor a known trace"):
-        fn(Variant(workload="agent"), (0,))  # not a preset: read as a trace file or catalog name
+        fn(Variant(workload="agent"))  # not a preset: read as a trace file or catalog name
     with pytest.raises(ValueError, match="attention_calibration must be one of"):
-        fn(Variant(attention="fa2"), (0,))
+        fn(Variant(attention="fa2"))
     with pytest.raises(ValueError, match="replay must be one of"):
-        fn(Variant(replay="half-open"), (0,))
-    with pytest.raises(ValueError, match="no offered-load grid"):
-        fn(Variant(gpu="h200"), (0,))
+        fn(Variant(replay="half-open"))
+    with pytest.raises(ValueError, match="testbed must be one of"):
+        fn(Variant(), testbed="7b")
 
 
-def test_peak_compute_runs_the_engine():
-    fn = partial(peak_compute, rpm_grid={"h20": (4.0, 6.0)}, policies=("smetric", "least-load"), n_instances=4,
-                 minutes=3.0)
-    frame = fn(Variant(store="none"), (0, 1))
-    assert list(frame.columns) == ["seed", "policy", "rpm_per_instance", "goodput_tps"]
-    assert len(frame) == 2 * 2 * 2 and (frame["goodput_tps"] > 0).all()
-    pd.testing.assert_frame_equal(frame, fn(Variant(store="none"), (0, 1)))
-
-
-def test_peak_compute_applies_every_axis():
+def test_variant_setup_applies_every_axis():
     # near the knee (at low load the store and the replay do not bind, and nothing would change)
-    fn = partial(peak_compute, rpm_grid=lambda v: (40.0,), policies=("least-load",), n_instances=8, minutes=3.0)
-    base = fn(Variant(), (0,))["goodput_tps"].iloc[0]
-    moved = {axis: fn(Variant(name=axis, **{axis: value}), (0,))["goodput_tps"].iloc[0]
+    fn = partial(_goodput, n_instances=8, minutes=3.0)
+    base = fn(Variant())
+    moved = {axis: fn(Variant(name=axis, **{axis: value}))
              for axis, value in [("workload", "toolagent"), ("kv_connector", "ideal"), ("attention", "a100-borrowed"),
                                  ("gpu", "h200"), ("store", "20:2"), ("replay", "open")]}
-    assert base > 0
+    assert base > 0 and base == fn(Variant())
     changed = sorted(axis for axis, value in moved.items() if value != base)
     assert changed == sorted(moved), f"axes without effect: {sorted(set(moved) - set(changed))}"
 
 
-def test_peak_compute_applies_the_router_and_arrival_axes():
+def test_variant_setup_applies_the_router_and_arrival_axes():
     """``router=as-deployed`` moves a policy with a sourced refresh (llm-d, 50 ms) and leaves one whose preset is
     exact (least-load reads its own in-flight counter); a fitted MMPP start process changes the workload."""
     from smetric.experiments.robustness import arrival_process, router_info
 
-    fn = partial(peak_compute, rpm_grid=lambda v: (40.0,), policies=("least-load", "llm-d"), n_instances=4,
-                 minutes=1.0)
-    base = fn(Variant(), (0,)).set_index("policy")["goodput_tps"]
-    deployed = fn(Variant(name="r", router="as-deployed"), (0,)).set_index("policy")["goodput_tps"]
-    bursty = fn(Variant(name="a", arrival="azure-code:mmpp"), (0,)).set_index("policy")["goodput_tps"]
+    def fn(variant):
+        return pd.Series({p: _goodput(variant, p, n_instances=4, minutes=1.0) for p in ("least-load", "llm-d")})
+
+    base = fn(Variant())
+    deployed = fn(Variant(name="r", router="as-deployed"))
+    bursty = fn(Variant(name="a", arrival="azure-code:mmpp"))
     assert deployed["least-load"] == base["least-load"] and deployed["llm-d"] != base["llm-d"]
     assert (bursty != base).all()
     assert router_info("exact", "llm-d").exact and router_info("as-deployed", "llm-d").refresh_s == 0.05
@@ -299,4 +283,4 @@ def test_peak_compute_applies_the_router_and_arrival_axes():
     with pytest.raises(ValueError, match="TRACE:KIND"):
         arrival_process("mmpp")
     with pytest.raises(ValueError, match="needs a generated workload"):
-        fn(Variant(name="t", workload="qwen-coder", arrival="azure-code:mmpp"), (0,))
+        variant_setup(Variant(name="t", workload="qwen-coder", arrival="azure-code:mmpp"), "llm-d", reference_rpm=40.0)

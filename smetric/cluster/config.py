@@ -19,6 +19,7 @@ import numpy as np
 
 from ..hardware import kernel
 from ..hardware.efficiency import ATTENTION_CALIBRATIONS
+from ..hardware.models import MODELS
 from ..hardware.perfmodel import DTYPES
 from .abandonment import Patience
 from .connector import KVConnector
@@ -385,6 +386,14 @@ class ClusterConfig:
                      f"kv_allocation='incremental' is implemented for the fcfs queue only, got {self.queue.name!r}")
 
     # ------------------------------------------------------------------ derived
+    @property
+    def hbm_prefix_reuse(self) -> bool:
+        """HBM's cached blocks serve prefix hits: False for a hybrid sliding-window model (e.g. gpt-oss) on an
+        engine row without ``swa_prefix_reuse`` (:class:`~smetric.cluster.serving_stack.ServingStack`). A model
+        outside the model table (an explicit ``hardware`` spec) counts as full attention."""
+        model = MODELS.get(self.model.strip().lower())
+        return self.engine.swa_prefix_reuse or model is None or model.sliding_layers == 0
+
     @property
     def disaggregated(self) -> bool:
         """True in prefill/decode-disaggregated mode."""

@@ -67,6 +67,8 @@ class EngineInput:
     max_num_seqs: int
     max_batched_tokens: int
     hbm_blocks: int            # HBM KV blocks per instance
+    hbm_reuse: bool            # HBM's cached blocks serve prefix hits (False: a hybrid sliding-window model on an
+                               # engine that recycles the window's tail blocks first, ServingStack.swa_prefix_reuse)
     dram_blocks: int           # host-DRAM KV blocks per instance (0 = no tier)
     dram_write: bool           # ClusterConfig.dram_policy == "write-through" (False: spill)
     global_blocks: int         # global-store blocks (0 = no store, UNLIMITED = unbounded)
@@ -297,6 +299,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         disaggregated=cluster.disaggregated, closed=cluster.replay == "closed",
         overlap=cluster.kv_load_overlap, max_num_seqs=cluster.max_num_seqs,
         max_batched_tokens=cluster.max_batched_tokens, hbm_blocks=hbm_blocks,
+        hbm_reuse=cluster.hbm_prefix_reuse,
         dram_blocks=_blocks_of(cluster.dram_gb, block_bytes) if cluster.dram_gb > 0 else 0,
         dram_write=cluster.dram_policy == "write-through",
         global_blocks=global_blocks, kv_bytes_per_token=float(hw.kv_bytes_per_token),

@@ -156,6 +156,9 @@ class _Reference:
         hits of each, with the parent's partial tail where the hit reaches its position and the tier has it."""
         tiers = (lambda b: b in inst.ref, lambda b: b in inst.ref or b in inst.dram,
                  lambda b: b in inst.ref or b in inst.dram or b in self.glob)
+        if not self.inp.hbm_reuse:  # HBM's blocks serve no hit; they count where a DRAM tier would serve them
+            dram = tiers[1] if self.inp.dram_blocks > 0 else (lambda b: False)
+            tiers = (lambda b: False, dram, lambda b: dram(b) or b in self.glob)
         ks = [self._prefix(q.blocks, present) for present in tiers]
         pos, tail, tok = q.tail
         hs = [min(k * self.block_size + (tok if k == pos and present(tail) else 0), q.L - 1)

@@ -12,7 +12,11 @@ A :class:`ServingStack` row says, for one engine family and version range:
   ``api_server_s`` (parsing and tokenisation after routing, before the engine can schedule it -- a router reading
   engine queues does not see the request there yet), ``after_last_token_s`` (detokenisation, the response's way
   back; every token reaches the client that much later) and ``stream_per_token_s`` (per output token, added to
-  the last token's arrival at the client).
+  the last token's arrival at the client);
+* ``swa_prefix_reuse`` -- whether a hybrid sliding-window model's (gpt-oss, Gemma) HBM prefix cache serves
+  cross-request hits. vLLM frees a sliding-window layer's blocks as the window moves and recycles them first, so
+  the window's tail a hit needs is gone once the working set outgrows a fraction of the pool: no HBM hits then
+  (a KV connector's host copy still serves them).
 
 Every value carries its public source in the table or is labelled an assumption; ranges give ``-fast``/``-slow``
 variants of a row. ``legacy`` reproduces the model without any of this, bit for bit. A spec's engine string
@@ -70,6 +74,8 @@ class ServingStack:
         api_server_s: API-server time after routing, before the engine can schedule the request.
         after_last_token_s: time from the engine's token to the client (detokenisation, response, client).
         stream_per_token_s: per output token, streaming cost added to the last token's arrival at the client.
+        swa_prefix_reuse: a hybrid sliding-window model's HBM prefix cache serves cross-request hits (False: it
+            serves none; models without sliding-window layers are unaffected).
     """
 
     name: str = "legacy"
@@ -81,15 +87,16 @@ class ServingStack:
     api_server_s: float = 0.0
     after_last_token_s: float = 0.0
     stream_per_token_s: float = 0.0
+    swa_prefix_reuse: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "name":
                 continue
-            if f.name == "cpu_overlaps_gpu":
+            if f.name in ("cpu_overlaps_gpu", "swa_prefix_reuse"):
                 if not isinstance(value, bool):
-                    raise ValueError(f"ServingStack.cpu_overlaps_gpu must be a bool, got {value!r}")
+                    raise ValueError(f"ServingStack.{f.name} must be a bool, got {value!r}")
             elif f.name == "first_token_lag_iterations":
                 if value not in (0, 1) or isinstance(value, bool):
                     raise ValueError(f"ServingStack.first_token_lag_iterations must be 0 or 1, got {value!r}")
@@ -110,7 +117,7 @@ class ServingStack:
         """True when nothing but the efficiency table's per-iteration constant applies (today's model)."""
         return (self.iteration_cpu_s is None and not self.cpu_overlaps_gpu and self.first_token_lag_iterations == 0
                 and self.client_to_router_s == 0 and self.api_server_s == 0 and self.after_last_token_s == 0
-                and self.stream_per_token_s == 0)
+                and self.stream_per_token_s == 0 and self.swa_prefix_reuse)
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "ServingStack":
@@ -143,7 +150,7 @@ def parse(text: str) -> ServingStack:
         if not eq or key not in names or key == "name":
             raise ValueError(f"engine override {item!r}: expected FIELD=VALUE with FIELD one of "
                              f"{', '.join(n for n in names if n != 'name')}")
-        if key == "cpu_overlaps_gpu":
+        if key in ("cpu_overlaps_gpu", "swa_prefix_reuse"):
             overrides[key] = value.strip().lower() in ("1", "true", "yes")
         elif key == "first_token_lag_iterations":
             overrides[key] = int(value)

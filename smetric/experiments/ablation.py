@@ -11,7 +11,8 @@
 Every figure point is a labelled *case* (a policy and its parameters) run on a keyed *setup* (testbed,
 cluster size, window, store, overrides) at one offered load in requests per minute per instance
 (:func:`smetric.testbeds.offered_point`: the workload is generated at that rate, so the
-tool/think gaps stay as calibrated); :func:`run_cases` evaluates a list of them with one sweep.
+tool/think gaps stay as calibrated): fig09 is a :class:`~smetric.experiments.comparison.Comparison`, fig10's
+irregular grid a list of points for :func:`~smetric.experiments.comparison.run_cases`.
 "Peak" goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's
 main row and its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per
 workload; a claim is judged on one workload at a time.
@@ -26,14 +27,14 @@ import pandas as pd
 
 from ..cluster.config import SLO
 from ..policies import get as get_policy
-from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, offered_point, paper_cluster
+from ..testbeds import DEFAULT_WORKLOAD, paper_cluster
 from .claims import paper_value
+from .comparison import Comparison, Panel, run_cases, run_comparison, workload_setup
 from .screening import check_screen_seeds, screened_comparator, split_screening
-from .sweep import sweep
 from .verdicts import Interval, claim_columns, gain_interval
 from .workload_rows import per_workload, row_grid, row_title
 
-__all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "run_cases", "peak_goodput",
+__all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "peak_goodput",
            "ablation", "ablation_gains", "ablation_claims", "plot_ablation",
            "sensitivity", "sensitivity_summary", "sensitivity_claims", "plot_sensitivity"]
 
@@ -77,51 +78,6 @@ _DEFAULT_RPM = {"30b": (44.0, 48.0, 52.0, 56.0), "235b": (34.0, 40.0, 44.0, 48.0
 _DEFAULT_MINUTES = {"30b": 5.0, "235b": 10.0}
 
 
-def workload_setup(workload: str, trace: str | None, top_rpm: float) -> dict:
-    """offered_point keywords for ``workload`` (thinned from one generation at ``top_rpm``) or a ``trace`` file."""
-    if workload not in WORKLOADS:
-        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
-    return {"workload_overrides": {"preset": workload, "reference_rpm": float(top_rpm)}, "trace": trace}
-
-
-# ---------------------------------------------------------------------------- shared machinery
-def _case_point(case: str, setup: str, rpm_per_instance: float, seed: int, *, cases: Mapping, setups: Mapping,
-                warmup_frac: float, **labels) -> dict:
-    """One simulation of a labelled case (sweep point function; ``labels`` are carried, not used)."""
-    policy, params = cases[case]
-    return offered_point(rpm_per_instance, policy, seed=seed, warmup_frac=warmup_frac, params=params,
-                         **setups[setup])
-
-
-def run_cases(points: Sequence[Mapping], cases: Mapping[str, tuple[str, dict]], setups: Mapping[str, Mapping], *,
-              warmup_frac: float = 0.25, jobs: int | None = None) -> pd.DataFrame:
-    """Simulate every point and return one row per point: its columns, ``policy``, then the summary metrics.
-
-    Each point names a ``case`` (key of ``cases``: ``(policy, params)``) and a ``setup`` (key of
-    ``setups``: keyword arguments of :func:`offered_point` -- ``testbed, n_instances, minutes,
-    global_store, cluster_overrides, workload_overrides``) and gives ``rpm_per_instance`` (offered load)
-    and ``seed`` (workload and policy seed); any other columns are labels carried into the result. All
-    points must have the same columns. Points sharing a workload should be adjacent (workers cache a few
-    workloads). A failed simulation raises.
-    """
-    points = [dict(p) for p in points]
-    for i, point in enumerate(points):
-        for key, table in (("case", cases), ("setup", setups)):
-            if key not in point:
-                raise ValueError(f"point {i} has no {key!r} column: {point}")
-            if point[key] not in table:
-                raise ValueError(f"point {i}: unknown {key} {point[key]!r}; known: {sorted(table)}")
-        for key in ("rpm_per_instance", "seed"):
-            if key not in point:
-                raise ValueError(f"point {i} has no {key!r} column: {point}")
-        if not point["rpm_per_instance"] > 0:
-            raise ValueError(f"point {i}: rpm_per_instance must be > 0, got {point['rpm_per_instance']!r}")
-    shared = {"cases": dict(cases), "setups": {k: dict(v) for k, v in setups.items()}, "warmup_frac": warmup_frac}
-    frame = sweep(points, _case_point, shared=shared, jobs=jobs, on_error="raise")
-    frame.insert(len(points[0]) if points else 0, "policy", frame["case"].map(lambda c: cases[c][0]))
-    return frame
-
-
 def peak_goodput(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
     """Peak goodput (max over the load grid) of each ``by`` group."""
     return frame.groupby(list(by), sort=False)["goodput_tps"].max()
@@ -144,20 +100,16 @@ def ablation(testbeds: Sequence[str] = ("30b", "235b"), rpm_per_instance: Mappin
     if not testbeds or not seeds:
         raise ValueError("ablation needs at least one testbed and one seed")
     rpms, minutes, n_instances = dict(rpm_per_instance or {}), dict(minutes or {}), dict(n_instances or {})
-    setups, points = {}, []
+    panels = {}
     for testbed in testbeds:
         grid = rpms.get(testbed, _DEFAULT_RPM.get(testbed, _DEFAULT_RPM["30b"]))
-        setups[testbed] = {"testbed": testbed, "n_instances": n_instances.get(testbed),
-                           "minutes": minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0)),
-                           **workload_setup(workload, trace, max(grid))}
-        for seed in seeds:
-            for rpm in grid:
-                for variant in ABLATION_VARIANTS:
-                    points.append({"testbed": testbed, "seed": seed, "rpm_per_instance": float(rpm),
-                                   "case": variant, "setup": testbed})
-    cases = {name: ("smetric", params) for name, params in ABLATION_VARIANTS.items()}
-    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs)
-    return frame.drop(columns=["setup"]).rename(columns={"case": "variant"})
+        panels[(testbed,)] = Panel({"testbed": testbed, "n_instances": n_instances.get(testbed),
+                                    "minutes": minutes.get(testbed, _DEFAULT_MINUTES.get(testbed, 10.0)),
+                                    **workload_setup(workload, trace, max(grid))}, grid)
+    variants = {name: ("smetric", params) for name, params in ABLATION_VARIANTS.items()}
+    return run_comparison(Comparison(panels, list(ABLATION_VARIANTS), seeds, panel_columns=("testbed",),
+                                     variants=variants, label="variant", warmup_frac=warmup_frac,
+                                     columns=("testbed", "seed", "rpm_per_instance", "variant")), jobs=jobs)
 
 
 def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:

@@ -13,8 +13,9 @@ moves one mechanism at a time from the same point. Override keys:
   ``data/presets/fanout.json``) or ``NAME@P`` (the same with spawn probability ``P`` per turn);
 * ``only`` -- the workloads the level applies to (a mechanism a workload does not have is not run there).
 
-One run (:func:`run_level`) is one workload, one level and one seed: every policy at one offered load, with the
-summary and the mechanism diagnostics (``SimResult.diagnostics``) of the measured window.
+A level on a workload is one panel of a :class:`~smetric.experiments.comparison.Comparison` (its setup
+:func:`level_setup`): every policy at one offered load, with the summary and the mechanism diagnostics
+(``SimResult.diagnostics``) of the measured window.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ..workload.context import CONTEXT_VARIANTS
+from .screening import top_by_name
 from .verdicts import PaperValue, gain_interval, point_table
 
-__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "fanout_of", "resolve", "levels", "run_level",
+__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "fanout_of", "resolve", "levels", "level_setup",
            "gains", "judge", "point_label"]
 
 #: The label of the testbed default (the first level of every axis).
@@ -129,33 +131,14 @@ def applies(overrides: Mapping, workload: str) -> bool:
     return "only" not in overrides or workload in overrides["only"]
 
 
-def run_level(workload: str, axis: str, level: str, seed: int, *, overrides: Mapping[tuple[str, str], dict],
-              rpm: Mapping[str, float], reference_rpm: Mapping[str, float], policies: Sequence[str],
-              screening: Sequence[int], minutes: Mapping[str, float], n_instances: int, warmup_frac: float,
-              testbed: str = "30b") -> pd.DataFrame:
-    """One sweep point: every policy (the baselines alone on a ``screening`` seed) on ``workload`` at its offered
-    load ``rpm[workload]`` (requests/min/instance, thinned from ``reference_rpm[workload]``) with the level's
-    overrides; columns ``policy, goodput_tps`` and :data:`DIAGNOSTICS`."""
-    from ..testbeds import offered_point
-
-    rows = []
-    for policy in policies:
-        if seed in screening and policy == "smetric":
-            continue  # the screening seeds fix the comparator: SMETRIC cannot move it
-        cluster, extra = resolve(overrides[(axis, level)], policy)
-        s = offered_point(rpm[workload], policy, testbed=testbed, n_instances=n_instances,
-                          minutes=minutes[workload], seed=int(seed), warmup_frac=warmup_frac,
-                          cluster_overrides=cluster, diagnostics=True,
-                          workload_overrides={"preset": workload, "reference_rpm": reference_rpm[workload], **extra})
-        rows.append({"policy": policy, "goodput_tps": s["goodput_tps"], **{k: s[k] for k in DIAGNOSTICS}})
-    return pd.DataFrame(rows)
-
-
-def _comparator(screen: pd.DataFrame) -> str:
-    """The baseline with the highest screening-seed mean goodput (ties: first by name)."""
-    if screen.empty:
-        raise ValueError("no screening rows to fix the comparator on")
-    return str(screen.groupby("policy")["goodput_tps"].mean().sort_index().idxmax())
+def level_setup(policy: str, *, overrides: Mapping, workload: str, reference_rpm: float, minutes: float,
+                n_instances: int, testbed: str = "30b") -> dict:
+    """A panel's :func:`~smetric.testbeds.offered_point` keywords for ``policy`` (the router information model may
+    differ per policy): ``workload`` thinned from ``reference_rpm`` with the level's ``overrides``, and the mechanism
+    diagnostics of the measured window."""
+    cluster, extra = resolve(overrides, policy)
+    return {"testbed": testbed, "n_instances": n_instances, "minutes": minutes, "cluster_overrides": cluster,
+            "diagnostics": True, "workload_overrides": {"preset": workload, "reference_rpm": reference_rpm, **extra}}
 
 
 def gains(results: pd.DataFrame, screening: Sequence[int], comparators: Sequence[str] = COMPARATORS) -> pd.DataFrame:
@@ -166,7 +149,7 @@ def gains(results: pd.DataFrame, screening: Sequence[int], comparators: Sequence
     rows = []
     screened = results["seed"].isin(list(screening))
     default = results[screened & (results["axis"] == DEFAULT) & (results["policy"] != "smetric")]
-    best = {w: _comparator(screen) for w, screen in default.groupby("workload", sort=False)}
+    best = {w: top_by_name(screen, load=None) for w, screen in default.groupby("workload", sort=False)}
     for (w, axis, level), sub in results.groupby(["workload", "axis", "level"], sort=False):
         test = sub[~sub["seed"].isin(list(screening))].set_index(["policy", "seed"])
         ours = test.loc["smetric"]

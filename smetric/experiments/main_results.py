@@ -48,10 +48,11 @@ from ..testbeds import (
     DEFAULT_WORKLOAD,
     TESTBEDS,
     agent_workload,
-    offered_point,
     paper_cluster,
     trace_workload,
 )
+from .claims import paper_value
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -61,12 +62,11 @@ from .screening import (
     split_screening,
 )
 from .setup_choice import choose_setup
-from .sweep import sweep
-from .verdicts import claim_columns, gain_interval, paired_gains, parse_paper_value, seed_peaks
+from .verdicts import claim_columns, paired_gains, seed_peaks
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
-    "pd_prefill_vs_load", "latency_distributions", "screening_table", "comparators", "anchor_table",
+    "pd_prefill_vs_load", "latency_distributions", "latency_point", "screening_table", "comparators", "anchor_table",
     "paper_load_gains",
     "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
     "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
@@ -128,30 +128,6 @@ def _setup(testbed: str, workload: str, trace: str | None, loads: Sequence[float
     return setup
 
 
-def _point(testbed: str, workload: str, variant: str, policy: str, rpm_per_instance: float, seed: int, *,
-           setups: dict, warmup_frac: float) -> dict:
-    """One sweep point (module level for Dask): ``policy`` at ``rpm_per_instance`` in the panel's setup."""
-    return offered_point(rpm_per_instance, policy, seed=seed, warmup_frac=warmup_frac,
-                         **setups[(testbed, workload, variant)])
-
-
-def _run(points: list[dict], setups: dict, warmup_frac: float, jobs: int | None) -> pd.DataFrame:
-    return sweep(points, _point, shared={"setups": setups, "warmup_frac": warmup_frac}, jobs=jobs,
-                 on_error="raise")
-
-
-def _grid(panel: tuple, policies: Sequence[str], loads: Sequence[float], seeds: Sequence[int]) -> list[dict]:
-    """Points of one panel; seeds outermost, so one worker generates each seed's workload once."""
-    t, w, v = panel
-    return [{"testbed": t, "workload": w, "variant": v, "policy": p, "rpm_per_instance": float(r), "seed": int(s)}
-            for s in seeds for r in loads for p in policies]
-
-
-def _screen_rank(screen: pd.DataFrame) -> pd.DataFrame:
-    """Per panel and baseline: the peak over loads of its goodput averaged over the screening seeds, ranked."""
-    return screen_rank(screen, by=_PANEL)
-
-
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DEFAULT_WORKLOAD,
                 trace: str | None = None, loads: Mapping[str, Sequence[float]],
                 second_workload: str | None = None, second_loads: Mapping[str, Sequence[float]] | None = None,
@@ -176,47 +152,30 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError("policies must hold smetric and at least one baseline")
     check_screen_seeds(screen_seeds, seeds)
-    if n_keep < 1:
-        raise ValueError(f"n_keep must be >= 1, got {n_keep}")
     windows = minutes if isinstance(minutes, Mapping) else {t: minutes for t in testbeds}
     sizes = dict(n_instances or {})
     label = trace if trace is not None else workload
-    setups, grids = {}, {}
+    panels = {}
     for t in testbeds:
         if t not in loads or t not in windows:
             raise ValueError(f"loads and minutes need an entry for testbed {t!r}")
-        setups[(t, label, DEFAULT)] = _setup(t, workload, trace, loads[t], windows[t], sizes.get(t))
-        grids[(t, label, DEFAULT)] = loads[t]
+        panels[(t, label, DEFAULT)] = Panel(_setup(t, workload, trace, loads[t], windows[t], sizes.get(t)), loads[t])
         if second_workload is not None:
             if not second_loads or t not in second_loads:
                 raise ValueError(f"second_loads needs an entry for testbed {t!r}")
-            setups[(t, second_workload, DEFAULT)] = _setup(t, second_workload, None, second_loads[t], windows[t],
-                                                           sizes.get(t))
-            grids[(t, second_workload, DEFAULT)] = second_loads[t]
-    baselines = [p for p in policies if p != "smetric"]
-    screen = _run([pt for panel, g in grids.items() for pt in _grid(panel, baselines, g, screen_seeds)],
-                  setups, warmup_frac, jobs)
-    ranks = _screen_rank(screen)
-    kept = {panel: list(sub.loc[sub["rank"] <= n_keep, "policy"]) for panel, sub in ranks.groupby(_PANEL, sort=False)}
-    points = []
-    for panel, g in grids.items():
-        points += _grid(panel, ["smetric", *kept[panel]], g, seeds)
+            panels[(t, second_workload, DEFAULT)] = Panel(_setup(t, second_workload, None, second_loads[t],
+                                                                 windows[t], sizes.get(t)), second_loads[t])
     unknown = sorted(set(sensitivity or {}) - set(SENSITIVITY))
     if unknown:
         raise ValueError(f"unknown sensitivity variant(s) {unknown}; known: {sorted(SENSITIVITY)}")
     if sensitivity and "30b" in testbeds:
         for name, grid in sensitivity.items():
             wo, co = SENSITIVITY[name]
-            panel = ("30b", label, name)
             top = max(max(grid), max(loads["30b"]))  # thinned from the default panel's workload where the preset is its
-            setups[panel] = _setup("30b", workload, trace, grid, windows["30b"], sizes.get("30b"), wo, co, top)
-            points += _grid(panel, ["smetric", *kept[("30b", label, DEFAULT)]], grid, seeds)
-    main = _run(points, setups, warmup_frac, jobs)
-    out = pd.concat([screen, main], ignore_index=True)
-    out["screen_seed"] = out["seed"].isin(list(screen_seeds))
-    keep = {(*panel[:2], p) for panel, names in kept.items() for p in names}
-    out["kept"] = [p == "smetric" or (t, w, p) in keep
-                   for t, w, p in zip(out["testbed"], out["workload"], out["policy"])]
+            panels[("30b", label, name)] = Panel(_setup("30b", workload, trace, grid, windows["30b"], sizes.get("30b"),
+                                                        wo, co, top), grid, screened_by=("30b", label, DEFAULT))
+    out = run_comparison(Comparison(panels, policies, seeds, panel_columns=_PANEL, screen_seeds=screen_seeds,
+                                    n_keep=n_keep, warmup_frac=warmup_frac), jobs=jobs)
     return out.sort_values([*_PANEL, "rpm_per_instance", "policy", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -225,7 +184,7 @@ def screening_table(df: pd.DataFrame) -> pd.DataFrame:
     """The baseline screening of :func:`tps_vs_load`: per testbed and workload, every baseline's peak over loads of
     its goodput averaged over the screening seeds, its rank, and whether it was kept."""
     screen = df[(df["variant"] == DEFAULT) & df["screen_seed"] & (df["policy"] != "smetric")]
-    ranks = _screen_rank(screen)
+    ranks = screen_rank(screen, by=_PANEL)
     kept = df[["testbed", "workload", "policy", "kept"]].drop_duplicates()
     return ranks.merge(kept, on=["testbed", "workload", "policy"], how="left").drop(columns="variant")
 
@@ -287,11 +246,8 @@ def paper_load_gains(df: pd.DataFrame, points: Mapping[str, float] = PAPER_POINT
             rpm = float(grid[np.argmin(np.abs(grid - target) + 1e-9 * grid)])
             for name in names:
                 gains = paired_gains(sub[sub["rpm_per_instance"] == rpm], "goodput_tps", baselines=[name])
-                iv = gain_interval(gains["gain"])
                 rows.append({"testbed": t, "workload": w, "paper_load": level, "target_rpm": target,
-                             "rpm_per_instance": rpm, "comparator": name, "smetric": gains["ours"].mean(),
-                             "baseline": gains["baseline"].mean(), "gain_mean": iv.mean, "ci_low": iv.low,
-                             "ci_high": iv.high, "n_seeds": iv.n})
+                             "rpm_per_instance": rpm, "comparator": name, **gain_columns(gains)})
     return pd.DataFrame(rows)
 
 
@@ -306,25 +262,9 @@ def peak_gains(df: pd.DataFrame, value: str = "goodput_tps", by: Sequence[str] =
     gains = paired_gains(peaks, value, by=by, baselines=baselines)
     rows = []
     for key, g in gains.groupby(by, sort=False):
-        iv = gain_interval(g["gain"])
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
-                     "best_baseline": g["best_baseline"].iloc[0], "smetric": g["ours"].mean(),
-                     "baseline": g["baseline"].mean(), "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high,
-                     "n_seeds": iv.n})
+                     "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)})
     return pd.DataFrame(rows)
-
-
-def _paper(claim_id: str):
-    from .claims import paper_claims
-
-    row = paper_claims().loc[claim_id]
-    return parse_paper_value(row["paper_value"], row["unit"])
-
-
-def _interval(row: pd.Series):
-    from .verdicts import Interval
-
-    return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))
 
 
 def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -337,8 +277,8 @@ def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
     sub = df[(df["testbed"] == "30b") & (df["workload"] == varied["workload"].iloc[0])]
     comp = comparators(sub).iloc[0]["comparator"]
     table = peak_gains(sub, by=["variant"], baselines=[comp])
-    paper = _paper("C13_peak_30b")
-    table["verdict"] = [claim_columns([_interval(r)], paper)["verdict"] for _, r in table.iterrows()]
+    paper = paper_value("C13_peak_30b")
+    table["verdict"] = [claim_columns([row_interval(r)], paper)["verdict"] for _, r in table.iterrows()]
     loads = sub.groupby("variant")["rpm_per_instance"].agg(lambda r: "/".join(f"{x:g}" for x in sorted(set(r))))
     table["loads"] = table["variant"].map(loads)
     order = {DEFAULT: 0, **{v: i + 1 for i, v in enumerate(SENSITIVITY)}}
@@ -365,22 +305,20 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
     _check_names(["30b"], policies)
     if not splits:
         raise ValueError("splits must not be empty")
-    if screen_seeds:
-        check_screen_seeds(screen_seeds, seeds)
     label = trace if trace is not None else workload
-    setups, points = {}, []
+    panels = {}
     for split in splits:
         n_prefill, n_decode = (int(x) for x in split)
-        name = split_name(split)
         overrides = {"mode": "disaggregated", "n_prefill": n_prefill, "n_decode": n_decode}
         paper_cluster("30b", n_instances=n_prefill + n_decode, **overrides)  # a bad split fails here
-        setups[("30b", label, name)] = _setup("30b", workload, trace, loads, minutes, n_prefill + n_decode,
-                                              cluster_overrides=overrides)
-        points += _grid(("30b", label, name), [p for p in policies if p != "smetric"], loads, screen_seeds)
-        points += _grid(("30b", label, name), policies, loads, seeds)
-    out = _run(points, setups, warmup_frac, jobs).rename(columns={"variant": "split"})
+        panels[("30b", label, split_name(split))] = Panel(
+            _setup("30b", workload, trace, loads, minutes, n_prefill + n_decode, cluster_overrides=overrides), loads)
+    out = run_comparison(Comparison(panels, policies, seeds, panel_columns=("testbed", "workload", "split"),
+                                    screen_seeds=screen_seeds, warmup_frac=warmup_frac), jobs=jobs)
     parts = out["split"].str.extract(r"(\d+)P\+(\d+)D").astype(int)
-    return out.assign(n_prefill=parts[0], n_decode=parts[1], screen_seed=out["seed"].isin(list(screen_seeds)))
+    out.insert(len(out.columns) - 1, "n_prefill", parts[0])
+    out.insert(len(out.columns) - 1, "n_decode", parts[1])
+    return out
 
 
 def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = False):
@@ -388,16 +326,24 @@ def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = F
     split whose best baseline has the highest seed-mean peak ``choose_by`` and each split's comparator, fixed on the
     screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
     ``each=True``, over every baseline) and its verdict (C14) in every split."""
-    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by, paper=_paper("C14_pd_prefill"),
+    return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by,
+                        paper=paper_value("C14_pd_prefill"),
                         each=each)
 
 
 # ---------------------------------------------------------------------------------------- fig. 8
-def _latency_point(policy: str, seed: int, *, workloads: dict, cluster, warmup_frac: float) -> pd.DataFrame:
-    """TTFT and TPOT quantiles of one policy's requests after the warm-up cut (module level for Dask)."""
+def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_frac: float, params: dict,
+                  testbed: str, n_instances: int | None, minutes: float, workload: str,
+                  trace: str | None) -> pd.DataFrame:
+    """TTFT and TPOT quantiles of one policy's requests after the warm-up cut, and its summary (a
+    :class:`~smetric.experiments.comparison.Comparison`'s ``simulate``)."""
     from ..cluster.simulate import simulate
 
-    result = simulate(workloads[seed], cluster, policy, load=1.0, seed=seed, progress=False)
+    cluster = paper_cluster(testbed, n_instances=n_instances)
+    rpm = float(rpm_per_instance)
+    work = (trace_workload(trace, cluster.n_instances, minutes, rpm) if trace is not None else
+            agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=rpm, preset=workload))
+    result = simulate(work, cluster, policy, params or None, load=1.0, seed=seed, progress=False)
     since = result.warmup_end(warmup_frac)
     rq = result.measured(since)
     summary = result.summary(since=since)
@@ -431,23 +377,13 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
     _check_names([testbed], policies)
     if len(set(seeds)) != len(seeds) or not seeds:
         raise ValueError(f"seeds must be distinct and non-empty, got {list(seeds)}")
-    if screen_seeds:
-        check_screen_seeds(screen_seeds, seeds)
-    cluster = paper_cluster(testbed, n_instances=n_instances)
-    rpm = float(rpm_per_instance)
-    every = [*map(int, screen_seeds), *map(int, seeds)]
-    workloads = {s: (trace_workload(trace, cluster.n_instances, float(minutes), rpm) if trace is not None else
-                     agent_workload(cluster.n_instances, float(minutes), s, rpm_per_instance=rpm, preset=workload))
-                 for s in every}
-    grid = [{"policy": p, "seed": int(s)} for s in screen_seeds for p in policies if p != "smetric"]
-    grid += [{"policy": p, "seed": int(s)} for s in seeds for p in policies]
-    out = sweep(grid, _latency_point, shared={"workloads": workloads, "cluster": cluster, "warmup_frac": warmup_frac},
-                jobs=jobs, on_error="raise")
-    out.insert(0, "testbed", testbed)
-    out.insert(1, "workload", trace if trace is not None else workload)
-    out.insert(3, "rpm_per_instance", rpm)
-    out["screen_seed"] = out["seed"].isin([int(s) for s in screen_seeds])
-    return out
+    setup = {"testbed": testbed, "n_instances": n_instances, "minutes": float(minutes), "workload": workload,
+             "trace": trace}
+    panel = {(testbed, trace if trace is not None else workload): Panel(setup, (rpm_per_instance,))}
+    return run_comparison(Comparison(panel, policies, seeds, ("testbed", "workload"), screen_seeds=screen_seeds,
+                                     loops=("panel", "rpm_per_instance", "seed", "policy"),
+                                     columns=("testbed", "workload", "policy", "rpm_per_instance", "seed"),
+                                     warmup_frac=warmup_frac, simulate=latency_point), jobs=jobs)
 
 
 def _quantile_column(metric: str, q: float) -> str:
@@ -488,10 +424,7 @@ def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = Fal
         for metric in ("tpot_ms", "ttft_s"):
             at = compared[(compared["metric"] == metric) & np.isclose(compared["quantile"], quantile)]
             gains = paired_gains(at, "value", baselines=[name])
-            iv = gain_interval(gains["gain"])
-            rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": name,
-                         "smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
-                         "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
+            rows.append({"metric": _quantile_column(metric, quantile), "best_baseline": name, **gain_columns(gains),
                          "baseline_goodput_tps": float(goodput[name])})
     return pd.DataFrame(rows)
 
@@ -659,7 +592,7 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     primary = "30b" if "30b" in testbeds else testbeds[0]
     g = levels[levels["testbed"] == primary].reset_index(drop=True)
     a, c = anchors.loc[primary], comps.loc[primary]
-    cols = claim_columns([_interval(r) for _, r in g.iterrows()], _paper("C12_gain_vs_load"),
+    cols = claim_columns([row_interval(r) for _, r in g.iterrows()], paper_value("C12_gain_vs_load"),
                          points=list(g["paper_load"]), comparators=list(g["comparator"]))
     each = paper_load_gains(main[main["testbed"] == primary], each=True)
     others_text = "; ".join(f"{lvl}: " + ", ".join(f"{r['comparator']} {_pct(r['gain_mean'])}"
@@ -683,7 +616,7 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
             continue
         comp = comps.loc[testbed, "comparator"]
         r = peak_gains(default[default["testbed"] == testbed], by=["testbed"], baselines=[comp]).iloc[0]
-        cols = claim_columns([_interval(r)], _paper(claim), points=[testbed], comparators=[comp])
+        cols = claim_columns([row_interval(r)], paper_value(claim), points=[testbed], comparators=[comp])
         n_loads = default.loc[default["testbed"] == testbed, "rpm_per_instance"].nunique()
         reason = (f"each seed's own peak over {n_loads} loads (seed_peaks how='seed') against the comparator the "
                   f"screening fixed ({comp}, seeds {comps.loc[testbed, 'screen_seeds']}), paired per seed, 95 % "
@@ -710,7 +643,7 @@ def pd_claims(df: pd.DataFrame) -> list[dict]:
     choice = split_table(df)
     table = choice.table.set_index("split")
     r = table.loc[choice.chosen]
-    cols = claim_columns([_interval(r)], _paper("C14_pd_prefill"), points=[choice.chosen],
+    cols = claim_columns([row_interval(r)], paper_value("C14_pd_prefill"), points=[choice.chosen],
                          comparators=[r["best_baseline"]])
     others = "; ".join(f"{s} {_ci(t)} ({t['verdict']})" for s, t in table.iterrows() if s != choice.chosen)
     each = split_table(df, each=True).table
@@ -733,7 +666,7 @@ def latency_claims(frame: pd.DataFrame) -> list[dict]:
     reason."""
     changes = latency_changes(frame).set_index("metric")
     tpot, ttft = changes.loc["tpot_p50_ms"], changes.loc["ttft_p50_s"]
-    cols = claim_columns([_interval(tpot)], _paper("C16_latency"), points=["TPOT p50"],
+    cols = claim_columns([row_interval(tpot)], paper_value("C16_latency"), points=["TPOT p50"],
                          comparators=[tpot["best_baseline"]])
     each = latency_changes(frame, each=True)
     others = ", ".join(f"{r['best_baseline']} {_ci(r)}" for _, r in each[each["metric"] == "tpot_p50_ms"].iterrows())

@@ -48,7 +48,6 @@ from ..testbeds import (
     WORKLOADS,
     agent_workload,
     load_figure_trace,
-    offered_point,
     paper_cluster,
     trace_workload,
 )
@@ -57,9 +56,10 @@ from ..workload.core import Workload
 from ..workload.loaders import load_trace
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band, paper_value
-from .screening import check_screen_seeds, screened_comparator, screening_note, split_screening
+from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
+from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
-from .verdicts import UNDETERMINED, Interval, claim_columns, gain_interval, paired_gains
+from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
@@ -103,11 +103,6 @@ def _check_common(testbed: str, n_instances: int, minutes: float, warmup_frac: f
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
 
 
-def _workload_args(workload: str, trace: str | None, top_rpm: float) -> dict:
-    """offered_point's workload keywords: ``workload`` thinned from one generation at ``top_rpm``, or ``trace``."""
-    return {"workload_overrides": {"preset": workload, "reference_rpm": float(top_rpm)}, "trace": trace}
-
-
 def _seed_spread(values: pd.Series) -> str:
     """``mean (min-max over n seeds)`` of one quantity measured per seed."""
     return f"{values.mean():.2f} ({values.min():.2f}-{values.max():.2f} over {len(values)} seeds)"
@@ -134,11 +129,11 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     rpms = _check_rates("rpm_per_instance", rpm_per_instance)
-    grid = [{"seed": int(s), "policy": p, "rpm_per_instance": r} for s in seeds for r in rpms for p in policies]
-    shared = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-              "warmup_frac": warmup_frac, "cluster_overrides": {"replay": replay},
-              **_workload_args(workload, trace, max(rpms))}
-    return sweep(grid, offered_point, shared=shared, jobs=jobs, on_error="raise")
+    setup = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
+             "cluster_overrides": {"replay": replay}, **workload_setup(workload, trace, max(rpms))}
+    comparison = Comparison({(): Panel(setup, rpms)}, policies, seeds, columns=("seed", "policy", "rpm_per_instance"),
+                            warmup_frac=warmup_frac)
+    return run_comparison(comparison, jobs=jobs)
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
@@ -227,12 +222,6 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------- fig03
-def _store_point(capacity_gb: float, bandwidth_gbs: float, policy: str, rpm_per_instance: float, **common) -> dict:
-    """One simulation with a global store of ``capacity_gb`` at ``bandwidth_gbs`` (capacity 0 = no store)."""
-    store = None if capacity_gb == 0 else GlobalStore(capacity_gb=capacity_gb, bandwidth_gbs=bandwidth_gbs)
-    return offered_point(rpm_per_instance, policy, global_store=store, **common)
-
-
 def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.inf),
                       bandwidths_gbs: Sequence[float] = (3.0, 23.75),
                       policies: Sequence[str] = ("least-load", "lmetric", "bailian", "smetric"), *,
@@ -261,21 +250,19 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
     _check_rates("rpm_per_instance", [rpm_per_instance])
     if "least-load" not in policies or len(policies) < 2:
         raise ValueError("policies must include 'least-load' (the load-only reference) and another router")
-    if screen_seeds:
-        check_screen_seeds(screen_seeds, seeds)
-    top = [c for c in caps if c > 0]
-    grid = [{"seed": int(s), "capacity_gb": max(top), "bandwidth_gbs": max(bws), "policy": p}
-            for s in (screen_seeds if top else ()) for p in policies if p != "least-load"]
-    grid += [{"seed": int(s), "capacity_gb": cap, "bandwidth_gbs": bw, "policy": p} for s in seeds
-             for cap in caps for bw in ([math.nan] if cap == 0 else bws) for p in policies]
-    shared = {"rpm_per_instance": float(rpm_per_instance), "testbed": testbed, "n_instances": n_instances,
-              "minutes": minutes, "warmup_frac": warmup_frac,
+    common = {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
               "cluster_overrides": {"replay": replay, "kv_connector": kv_connector},
-              **_workload_args(workload, trace, rpm_per_instance)}
-    frame = sweep(grid, _store_point, shared=shared, jobs=jobs, on_error="raise")
-    frame.insert(0, "rpm_per_instance", float(rpm_per_instance))
-    frame["screen_seed"] = frame["seed"].isin([int(s) for s in screen_seeds])
-    return frame
+              **workload_setup(workload, trace, rpm_per_instance)}
+    top = [c for c in caps if c > 0]
+    cell = (max(top), max(bws)) if top else None  # C9's cell: the comparator is fixed there
+    panels = {(cap, bw): Panel({"global_store": None if cap == 0 else GlobalStore(capacity_gb=cap, bandwidth_gbs=bw),
+                                **common}, (rpm_per_instance,), screened_by=None if (cap, bw) == cell else cell)
+              for cap in caps for bw in ([math.nan] if cap == 0 else bws)}
+    return run_comparison(Comparison(panels, policies, seeds, panel_columns=("capacity_gb", "bandwidth_gbs"),
+                                     screen_seeds=screen_seeds if cell else (), ours="least-load",
+                                     loops=("seed", "panel", "rpm_per_instance", "policy"),
+                                     columns=("rpm_per_instance", "seed", "capacity_gb", "bandwidth_gbs", "policy"),
+                                     warmup_frac=warmup_frac), jobs=jobs)
 
 
 def global_tier_gaps(frame: pd.DataFrame) -> pd.DataFrame:
@@ -388,7 +375,7 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     stores = gaps[gaps["capacity_gb"] > 0]
     fixed = load_only_gains(frame).iloc[0]
     each = load_only_gains(frame, each=True)
-    iv = _as_interval(fixed)
+    iv = row_interval(fixed)
     top_cap, top_bw, comp = fixed["capacity_gb"], fixed["bandwidth_gbs"], fixed["comparator"]
     within = stores[stores["load_only_gap"] >= -0.07]
     broken = stores[stores["load_only_gap"] < -0.07]
@@ -413,11 +400,6 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
                    f"means) at: {breaks}{none_text}"),
         **claim_columns([iv], paper_value("C9_load_only_provisioned"), points=["least-load"], comparators=[comp]),
     }]
-
-
-def _as_interval(row: pd.Series) -> Interval:
-    """The :class:`~smetric.experiments.verdicts.Interval` stored in a table row."""
-    return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))
 
 
 # ---------------------------------------------------------------------------------------- fig04

@@ -34,7 +34,7 @@ from ..testbeds import (
     trace_workload,
 )
 from ..workload.synthetic import PRESETS, expected_turns, with_overrides
-from .ablation import run_cases
+from .comparison import run_cases
 from .verdicts import gain_intervals, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 

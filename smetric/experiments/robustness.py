@@ -2,29 +2,21 @@
 
 A verdict is only as good as the model under it. A :class:`Variant` names one choice on each axis
 of :data:`AXES` (workload preset, KV-connector preset, GPU, Hopper attention calibration, global
-store, replay, router information, session-start process); a :class:`ClaimSpec` says how a claim is
-measured: a compute function ``compute(variant, seeds) -> per-seed results`` (one row per policy,
-seed and load) and how those become gains (the per-seed peak over loads, or per paper point).
-:func:`robustness_map` runs every (claim, variant, seed) through
-:func:`~smetric.experiments.sweep.sweep`, pairs the seeds
-(:func:`~smetric.experiments.verdicts.paired_gains`), and judges each cell with the rules of
-:mod:`~smetric.experiments.verdicts`; :func:`plot_robustness` draws the map (colour = verdict, text =
-gain and interval).
-
-:func:`peak_compute` is a ready compute function on the engine: SMETRIC and baselines on the 30B or
-235B testbed over a per-variant offered-load grid, every axis of the variant applied.
+store, replay, router information, session-start process, serving engine); :func:`variant_setup` turns it into
+the setup of a :class:`~smetric.experiments.comparison.Comparison` panel, and :func:`knee_anchor` probes its knee.
+A :class:`ClaimSpec` says how a claim is judged on a variant's per-seed results (the per-seed peak over loads,
+or per paper point; :meth:`ClaimSpec.cells`); :func:`adjust_map` corrects the map of every claim and variant
+for multiplicity and :func:`plot_robustness` draws it (colour = verdict, text = gain and interval).
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
 
-from .sweep import sweep
 from .verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
@@ -34,6 +26,7 @@ from .verdicts import (
     gain_interval,
     paired_gains,
     parse_paper_value,
+    percent,
     point_table,
     point_verdict,
     seed_peaks,
@@ -50,18 +43,15 @@ __all__ = [
     "adjust_map",
     "short_names",
     "Variant",
-    "factorial",
     "knee_anchor",
     "one_at_a_time",
-    "peak_compute",
+    "variant_setup",
     "plot_robustness",
-    "robustness_map",
 ]
 
 #: The model choices a verdict may depend on (columns of the map).
 AXES = ("workload", "kv_connector", "gpu", "attention", "store", "replay", "router", "arrival", "engine")
-#: Columns of the robustness CSV, in order, then ``replay``, ``router`` and ``arrival``;
-#: :func:`robustness_map` adds ``point``, ``variant`` and ``best_baseline`` after ``claim_id``.
+#: The first columns of the robustness CSV, in order.
 MAP_COLUMNS = ("claim_id", "workload", "kv_connector", "gpu", "attention", "store", "gain_mean", "ci_low", "ci_high",
                "n_seeds", "verdict", "replay", "router", "arrival", "engine")
 #: Router information models of a variant: every policy exact, or each with its sourced preset
@@ -127,19 +117,6 @@ def router_info(router: str, policy: str):
     return RouterInfo() if router == "exact" else RouterInfo.as_deployed(registry.get(policy).name)
 
 
-def factorial(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
-    """Every combination of the given axis values (others from ``base``), named ``axis=value, ...``."""
-    base = base or Variant()
-    _check_axes(axis_values)
-    names = list(axis_values)
-    out = []
-    for combo in itertools.product(*axis_values.values()):
-        settings = dict(zip(names, combo))
-        out.append(Variant(name=", ".join(f"{k}={v}" for k, v in settings.items()) or base.name,
-                           **{**base.axes(), **settings}))
-    return out
-
-
 def one_at_a_time(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
     """``base`` and, for each axis, each other value with the rest at ``base`` (named ``axis=value``)."""
     base = base or Variant()
@@ -163,18 +140,17 @@ def _check_axes(axis_values: Mapping) -> None:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """How a claim is measured on one variant.
+    """How a claim is judged on one variant's per-seed results.
 
-    ``compute(variant, seeds)`` returns per-seed results: columns ``seed``, ``policy``, the ``value`` metric and,
-    for ``statistic="peak"``, ``load`` (the gain is that of each seed's peak over loads), or for
-    ``statistic="points"``, ``point`` (a label of ``points``, one per paper point in the paper's order;
-    one row per policy, seed and point). ``ours`` is the policy whose gain is judged; ``baselines``
-    restricts the candidates for the best baseline. ``paper`` defaults to the claim's row of
-    ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.experiments.verdicts.seed_peaks`'s ``how``.
+    The results have columns ``seed``, ``policy``, the ``value`` metric and, for ``statistic="peak"``, ``load``
+    (the gain is that of each seed's peak over loads), or for ``statistic="points"``, ``point`` (a label of
+    ``points``, one per paper point in the paper's order; one row per policy, seed and point). ``ours`` is the
+    policy whose gain is judged; ``baselines`` restricts the candidates for the best baseline. ``paper`` defaults
+    to the claim's row of ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.experiments.verdicts.seed_peaks`'s
+    ``how``.
     """
 
     claim_id: str
-    compute: Callable[[Variant, tuple[int, ...]], pd.DataFrame]
     statistic: str = "peak"
     value: str = "goodput_tps"
     load: str = "rpm_per_instance"
@@ -185,8 +161,6 @@ class ClaimSpec:
     peak: str = "seed"
 
     def __post_init__(self) -> None:
-        if not callable(self.compute):
-            raise TypeError(f"ClaimSpec.compute must be callable, got {self.compute!r}")
         if self.peak not in ("seed", "mean"):
             raise ValueError(f"ClaimSpec.peak must be 'seed' or 'mean', got {self.peak!r}")
         if self.statistic not in ("peak", "points"):
@@ -243,50 +217,6 @@ class ClaimSpec:
         return rows
 
 
-def _cell_point(claim_id: str, variant: str, seeds: tuple, *, specs: Mapping[str, ClaimSpec],
-                variants: Mapping[str, Variant]) -> pd.DataFrame:
-    """One sweep point: a claim's per-seed results on one variant (module level for Dask)."""
-    frame = specs[claim_id].compute(variants[variant], tuple(seeds))
-    if not isinstance(frame, pd.DataFrame) or "seed" not in frame.columns:
-        raise ValueError(f"{claim_id} on {variant}: compute must return a DataFrame with a 'seed' column")
-    stray = sorted(set(frame["seed"]) - set(seeds))
-    if stray:
-        raise ValueError(f"{claim_id} on {variant}: compute returned seeds {stray}, asked for {list(seeds)}")
-    return frame
-
-
-def robustness_map(specs: Sequence[ClaimSpec], variants: Sequence[Variant], seeds: Sequence[int], *,
-                   jobs: int | None = None, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every claim on every variant: the map and the raw per-seed results.
-
-    Runs one sweep point per (seed, claim, variant) -- seeds outermost, so the points sharing a
-    workload run one after another -- and judges each cell (:meth:`ClaimSpec.cells`). Returns
-    ``(table, results)``: ``table`` has ``claim_id, point, variant, workload, kv_connector, gpu, attention,
-    store, best_baseline, gain_mean, ci_low, ci_high, n_seeds, verdict, peaks_at_edge`` (``point`` is empty
-    for single-point claims), one row per claim, point and variant in input order; ``results`` is the
-    concatenated output of the compute functions with ``claim_id`` and ``variant``.
-    """
-    specs, variants, seeds = list(specs), list(variants), [int(s) for s in seeds]
-    if not specs or not variants or not seeds:
-        raise ValueError("robustness_map needs at least one claim, one variant and one seed")
-    for what, names in (("claim", [s.claim_id for s in specs]), ("variant", [v.name for v in variants]),
-                        ("seed", seeds)):
-        if len(set(names)) != len(names):
-            raise ValueError(f"{what}s must be distinct, got {names}")
-    by_claim, by_name = {s.claim_id: s for s in specs}, {v.name: v for v in variants}
-    grid = [{"claim_id": c.claim_id, "variant": v.name, "seeds": (s,)} for s in seeds for c in specs for v in variants]
-    results = sweep(grid, _cell_point, shared={"specs": by_claim, "variants": by_name}, jobs=jobs,
-                    progress=progress, on_error="raise").drop(columns="seeds")
-    rows = []
-    for spec in specs:
-        for variant in variants:
-            sub = results[(results["claim_id"] == spec.claim_id) & (results["variant"] == variant.name)]
-            for cell in spec.cells(sub.drop(columns=["claim_id", "variant"])):
-                rows.append({"claim_id": spec.claim_id, "point": cell.pop("point"), "variant": variant.name,
-                             **variant.axes(), **cell})
-    return pd.DataFrame(rows), results.reset_index(drop=True)
-
-
 def adjust_map(table: pd.DataFrame) -> pd.DataFrame:
     """A robustness map with its multiplicity correction: each cell's ``p_value`` and minimal detectable effect
     ``mde`` (:func:`~smetric.experiments.verdicts.point_table`, from its interval), ``p_adjusted`` by
@@ -326,12 +256,8 @@ def short_names(table: pd.DataFrame) -> dict[str, str]:
     return {name: ", ".join(one(p) for p in name.split(", ")) for name in dict.fromkeys(table["variant"])}
 
 
-def _pct(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{100 * x:+.1f}"
-
-
 def plot_robustness(table: pd.DataFrame, title: str = ""):
-    """Heat map of a :func:`robustness_map` table: one row per claim (and point), one column per variant;
+    """Heat map of a robustness map (:func:`adjust_map`): one row per claim (and point), one column per variant;
     colour = verdict (the corrected one where the table has ``verdict_uncorrected``; a cell whose uncorrected
     verdict differs is marked ``*``), text = mean gain and 95 % interval (%) and, where some per-seed peaks sit at
     an end of the load grid, how many. Columns carry short names (:func:`short_names`), spelled out in a legend
@@ -361,7 +287,7 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
             edge = r.get("peaks_at_edge", np.nan)
             note = f"\n{int(edge)} at edge" if np.isfinite(edge) and edge > 0 else ""
             star = "*" if r.get("verdict_uncorrected", r["verdict"]) != r["verdict"] else ""
-            ax.text(j, i, f"{_pct(r['gain_mean'])}%{star}\n[{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{note}",
+            ax.text(j, i, f"{percent(r['gain_mean'])}%{star}\n[{percent(r['ci_low'])}, {percent(r['ci_high'])}]{note}",
                     ha="center", va="center", fontsize=7, color="white" if r["verdict"] == "reproduced" else "black")
     ax.imshow(np.ma.masked_invalid(codes), cmap=ListedColormap([VERDICT_COLOURS[v] for v in order]), vmin=-0.5,
               vmax=len(order) - 0.5, aspect="auto")
@@ -395,96 +321,70 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
     return fig
 
 
-# ------------------------------------------------------------------------------------------ engine compute
-def peak_compute(variant: Variant, seeds: tuple[int, ...], *,
-                 rpm_grid: Mapping[str, Sequence[float]] | Callable[[Variant], Sequence[float]],
-                 policies: Sequence[str], testbed: str = "30b", n_instances: int | None = None,
-                 minutes: float = 6.0, warmup_frac: float = 0.25, metric: str = "goodput_tps",
-                 cluster_overrides: Mapping | None = None, reference_rpm: float | None = None) -> pd.DataFrame:
-    """Per-seed ``metric`` of ``policies`` over a grid of offered loads (requests/min/instance) on ``testbed`` with
-    every axis of the variant applied: the workload preset (thinned from one workload at the grid's top,
-    ``agent_workload(preset=, reference_rpm=)``; ``reference_rpm`` overrides that top; a workload that is not
-    one of ``testbeds.WORKLOADS`` is a timestamped trace file or catalog name replayed at each load), the KV
-    connector, the GPU,
-    the Hopper attention calibration
-    (``ClusterConfig.attention_calibration``), the global store (``provisioned``, ``none`` or
-    ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`), the replay, the router information (each policy's own
-    ``as-deployed`` preset, :func:`router_info`) and the session-start process (:func:`arrival_process`; generated
-    workloads only). ``cluster_overrides`` are further
-    ClusterConfig fields (e.g. a PD split). Columns ``seed, policy, rpm_per_instance, <metric>``.
-
-    ``rpm_grid`` is a mapping from the variant's name or, failing that, its GPU to the loads, or a function
-    of the variant: capacity moves with the GPU and the workload, so choose the grid from the baselines
-    alone such that it contains their peak. Runs serially (it is itself a sweep point); bind the keywords
-    with :func:`functools.partial`.
-    """
+# ------------------------------------------------------------------------------------------ engine setup
+def variant_setup(variant: Variant, policy: str, *, reference_rpm: float, testbed: str = "30b",
+                  n_instances: int | None = None, minutes: float = 6.0,
+                  cluster_overrides: Mapping | None = None) -> dict:
+    """The :func:`~smetric.testbeds.offered_point` keywords of ``policy`` on ``testbed`` with every axis of the
+    variant applied: the workload preset (thinned from one workload generated at ``reference_rpm``; a workload
+    that is not one of ``testbeds.WORKLOADS`` is a timestamped trace file or catalog name replayed at each load,
+    the same for every seed), the KV connector, the GPU, the Hopper attention calibration, the global store
+    (``provisioned``, ``none`` or ``CAP_GB:BW_GBPS``, :meth:`GlobalStore.parse`), the replay, the engine, the
+    router information (the policy's own ``as-deployed`` preset, :func:`router_info`) and the session-start
+    process (:func:`arrival_process`; generated workloads only). ``cluster_overrides`` are further ClusterConfig
+    fields (e.g. a PD split)."""
     from ..cluster.config import GlobalStore
-    from ..testbeds import TESTBEDS, WORKLOADS, offered_point
+    from ..testbeds import TESTBEDS, WORKLOADS
 
-    if callable(rpm_grid):
-        grid = [float(x) for x in rpm_grid(variant)]
-    elif variant.name in rpm_grid or variant.gpu in rpm_grid:
-        grid = [float(x) for x in rpm_grid[variant.name if variant.name in rpm_grid else variant.gpu]]
-    else:
-        raise ValueError(f"no offered-load grid for variant {variant.name!r} or gpu {variant.gpu!r}; "
-                         f"have {sorted(rpm_grid)}")
-    if not grid or min(grid) <= 0:
-        raise ValueError(f"{variant.name}: the load grid must be positive loads, got {grid}")
     if testbed not in TESTBEDS:
         raise ValueError(f"testbed must be one of {sorted(TESTBEDS)}, got {testbed!r}")
-    tp = TESTBEDS[testbed][2]
-    store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store, tp=tp)
+    store = variant.store if variant.store == "provisioned" else GlobalStore.parse(variant.store,
+                                                                                  tp=TESTBEDS[testbed][2])
     cluster = {**(cluster_overrides or {}), "gpu": variant.gpu, "kv_connector": variant.kv_connector,
                "attention_calibration": variant.attention, "replay": variant.replay, "engine": variant.engine}
+    if variant.router != "exact":
+        cluster["router"] = router_info(variant.router, policy)
     if variant.workload in WORKLOADS:
-        workload, trace = {"preset": variant.workload, "reference_rpm": float(reference_rpm or max(grid))}, None
+        workload, trace = {"preset": variant.workload, "reference_rpm": float(reference_rpm)}, None
         if variant.arrival != "poisson":
             workload["arrival"] = arrival_process(variant.arrival)
     elif variant.arrival != "poisson":
         raise ValueError(f"{variant.name}: arrival {variant.arrival!r} needs a generated workload "
-                         f"(testbeds.WORKLOADS), "
-                         f"not the timestamped trace {variant.workload!r}")
-    else:  # a timestamped trace file or catalog name, replayed at each offered rate (the same for every seed)
+                         f"(testbeds.WORKLOADS), not the timestamped trace {variant.workload!r}")
+    else:
         workload, trace = None, variant.workload
-    routed = {p: cluster if variant.router == "exact" else {**cluster, "router": router_info(variant.router, p)}
-              for p in policies}
-    rows = []
-    for seed in seeds:
-        for rpm in grid:
-            for policy in policies:
-                summary = offered_point(rpm, policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
-                                        seed=int(seed), warmup_frac=warmup_frac, global_store=store,
-                                        cluster_overrides=routed[policy], workload_overrides=workload, trace=trace)
-                rows.append({"seed": int(seed), "policy": policy, "rpm_per_instance": rpm, metric: summary[metric]})
-    return pd.DataFrame(rows)
+    return {"testbed": testbed, "n_instances": n_instances, "minutes": minutes, "global_store": store,
+            "cluster_overrides": cluster, "workload_overrides": workload, "trace": trace}
 
 
 def knee_anchor(variant: Variant, *, start: float, policy: str = "least-load", ratio: float = 1.25, steps: int = 3,
-                max_extend: int = 4, seed: int = 0, metric: str = "goodput_tps",
-                **compute_kw) -> tuple[float, pd.DataFrame]:
+                max_extend: int = 4, seed: int = 0, metric: str = "goodput_tps", warmup_frac: float = 0.25,
+                **setup_kw) -> tuple[float, pd.DataFrame]:
     """The offered load at which one baseline's ``metric`` peaks on ``variant`` (a cheap probe that fixes a grid).
 
     Rule: ``policy`` alone (SMETRIC is not run, so its results cannot move the grid), one ``seed``, on the
     geometric ladder ``start * ratio**k`` for ``k = -steps..steps``; while the peak sits at an end of the
-    ladder, one more step is added beyond it (at most ``max_extend``). ``compute_kw`` go to
-    :func:`peak_compute` (testbed, instances, minutes, cluster overrides; pass ``reference_rpm`` so that the
-    probe and the measured grid thin one workload). Returns the anchor and the probe's rows.
+    ladder, one more step is added beyond it (at most ``max_extend``). ``setup_kw`` go to :func:`variant_setup`
+    (``reference_rpm``, so that the probe and the measured grid thin one workload; testbed, instances, minutes,
+    cluster overrides). Returns the anchor and the probe's rows (``rpm_per_instance, <metric>``).
     """
+    from ..testbeds import offered_point
+
     if not start > 0 or not ratio > 1 or steps < 1:
         raise ValueError(f"knee_anchor needs start > 0, ratio > 1 and steps >= 1, got {start}, {ratio}, {steps}")
     ks = list(range(-steps, steps + 1))
-    frames: dict[int, pd.DataFrame] = {}
+    setup = variant_setup(variant, policy, **setup_kw)
+    values: dict[int, float] = {}
 
     def value(k: int) -> float:
-        if k not in frames:
-            rpm = start * ratio ** k
-            frames[k] = peak_compute(variant, (seed,), rpm_grid=lambda _v: (rpm,), policies=(policy,), metric=metric,
-                                     **compute_kw)
-        return float(frames[k][metric].iloc[0])
+        if k not in values:
+            values[k] = float(offered_point(start * ratio ** k, policy, seed=seed, warmup_frac=warmup_frac,
+                                            **setup)[metric])
+        return values[k]
 
     for _ in range(max_extend + 1):
-        values = [value(k) for k in ks]
-        best = int(np.argmax(values))
+        curve = [value(k) for k in ks]
+        best = int(np.argmax(curve))
         if 0 < best < len(ks) - 1:
             break
         if best == 0 and ks[0] > -steps - max_extend:
@@ -494,5 +394,6 @@ def knee_anchor(variant: Variant, *, start: float, policy: str = "least-load", r
         else:
             break
     k_best = ks[int(np.argmax([value(k) for k in ks]))]
-    probe = pd.concat([frames[k] for k in sorted(frames)], ignore_index=True)
+    probe = pd.DataFrame({"rpm_per_instance": [start * ratio ** k for k in sorted(values)],
+                          metric: [values[k] for k in sorted(values)]})
     return float(start * ratio ** k_best), probe

@@ -10,7 +10,7 @@ instance's share of the prefill work).
 
 **Comparator** (:func:`scale_runs`): per (load, replicas) cell, the baselines alone run at the smallest N on
 ``screening_seeds`` (disjoint from the comparison seeds); the one with the highest mean offered goodput
-(:func:`smetric.experiments.figures.fig14_claim_robustness.comparator`) is the cell's comparator, held at
+(:func:`~smetric.experiments.screening.top_by_name`) is the cell's comparator, held at
 every N, so a change of SMETRIC's gain along N is a change against one router. Every baseline's numbers at
 every N (one router) are in :func:`cell_gains`.
 
@@ -49,6 +49,7 @@ import pandas as pd
 from ..cluster.router_info import RouterInfo
 from ..testbeds import agent_workload, paper_cluster
 from .claims import TIDY_COLUMNS
+from .screening import top_by_name
 from .sweep import sweep
 from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
@@ -183,10 +184,8 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
 
 def comparators(df: pd.DataFrame) -> dict[tuple[str, int], str]:
     """(load, replicas) -> the comparator fixed on the screening rows (the highest mean offered goodput)."""
-    from .figures.fig14_claim_robustness import comparator
-
     screen = df[df["screening"]]
-    return {key: comparator(sub, METRIC) for key, sub in screen.groupby(_CELL, sort=False)}
+    return {key: top_by_name(sub, METRIC) for key, sub in screen.groupby(_CELL, sort=False)}
 
 
 def _against(df: pd.DataFrame, value: str) -> pd.DataFrame:

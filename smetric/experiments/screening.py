@@ -11,11 +11,12 @@ the claim. Rows of a screening seed carry ``screen_seed = True`` and are never c
 * :func:`check_screen_seeds` -- the seeds must be non-empty and disjoint from the comparison seeds;
 * :func:`screen_rank` -- every baseline's screening peak and rank, per group;
 * :func:`split_screening` -- a figure frame's screening rows and compared rows;
-* :func:`screened_comparator` -- the comparator of one group.
+* :func:`screened_comparator` -- the comparator of one group; :func:`top_by_name` -- the same rule with ties
+  broken by name, on screening rows alone.
 
 A frame without screening rows (hand-made test frames, runs made before the seeds were split) is read
 alike, the comparator then chosen on the compared rows themselves; :func:`split_screening` says so.
-fig06 (:mod:`~smetric.experiments.main_results`) and figs 3, 7, 8 and 10 use these functions.
+fig06 (:mod:`~smetric.experiments.main_results`) and figs 3, 7, 8, 10, 14, 17 and 18 use these functions.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 __all__ = ["SCREEN_SEEDS", "SCREEN_COLUMN", "check_screen_seeds", "screen_rank", "split_screening",
-           "screened_comparator", "screening_note"]
+           "screened_comparator", "top_by_name", "screening_note"]
 
 #: The default screening seeds of every comparative figure (disjoint from the comparison seeds 0-7).
 SCREEN_SEEDS = (100, 101)
@@ -41,10 +42,11 @@ def check_screen_seeds(screen_seeds: Sequence[int], seeds: Sequence[int]) -> Non
 
 
 def screen_rank(screen: pd.DataFrame, by: Sequence[str] = (), value: str = "goodput_tps",
-                load: str | None = "rpm_per_instance", policy: str = "policy") -> pd.DataFrame:
+                load: str | None = "rpm_per_instance", policy: str = "policy", ties: str = "first") -> pd.DataFrame:
     """Per ``by`` group and policy of the screening rows: ``screen_peak_<value>``, the peak over ``load`` of the
     policy's screening-seed mean ``value`` (``load=None``: one point, its mean), and its ``rank`` in the group
-    (1 = the comparator; ties: the first row's policy). Columns ``*by, policy, screen_peak_<value>, rank``."""
+    (1 = the comparator; ties: the first row's policy, or with ``ties="name"`` the first by name).
+    Columns ``*by, policy, screen_peak_<value>, rank``."""
     by = list(by)
     loads = [load] if load is not None else []
     missing = [c for c in (*by, *loads, policy, value) if c not in screen.columns]
@@ -55,9 +57,18 @@ def screen_rank(screen: pd.DataFrame, by: Sequence[str] = (), value: str = "good
     column = "screen_peak_goodput" if value == "goodput_tps" else f"screen_peak_{value}"
     mean = screen.groupby([*by, policy, *loads], as_index=False, sort=False)[value].mean()
     peak = mean.groupby([*by, policy], as_index=False, sort=False)[value].max().rename(columns={value: column})
+    if ties == "name":
+        peak = peak.sort_values(policy, kind="stable")
     ranks = peak.groupby(by)[column] if by else peak[column]
     peak["rank"] = ranks.rank(ascending=False, method="first").astype(int)
     return peak.sort_values([*by, "rank"]).reset_index(drop=True)
+
+
+def top_by_name(screen: pd.DataFrame, value: str = "goodput_tps", load: str | None = "rpm_per_instance") -> str:
+    """The comparator of one group's screening rows (baselines only): the top of :func:`screen_rank`, ties broken
+    by name (the rule figs. 14, 17 and 18 state)."""
+    ranks = screen_rank(screen, value=value, load=load, ties="name")
+    return str(ranks.loc[ranks["rank"] == 1, "policy"].iloc[0])
 
 
 def split_screening(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, bool]:

@@ -44,9 +44,10 @@ import pandas as pd
 
 from ..cluster.config import GlobalStore
 from ..cluster.connector import KVConnector
-from ..testbeds import TESTBEDS, offered_point
-from .sweep import sweep
-from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains
+from ..testbeds import TESTBEDS
+from .comparison import run_cases
+from .screening import top_by_name
+from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
@@ -96,33 +97,16 @@ def mechanism_overrides(mechanism: str, tp: int) -> dict:
     return out
 
 
-def _point(testbed: str, seed: int, runs: Sequence[tuple], *, n_instances: int, minutes: float,
-           warmup_frac: float, reference_rpm: float, workload: str, trace: str | None) -> pd.DataFrame:
-    """One testbed and seed: every ``(mechanism, load, rpm, policy)`` of ``runs`` (one workload, cached; a
-    ``trace`` file or catalog name replaces ``workload``)."""
-    tp = TESTBEDS[testbed][2]
-    rows = []
-    for mechanism, load, rpm, policy in runs:
-        summary = offered_point(float(rpm), policy, testbed=testbed, n_instances=n_instances, minutes=minutes,
-                                seed=int(seed), warmup_frac=warmup_frac,
-                                cluster_overrides=mechanism_overrides(mechanism, tp),
-                                workload_overrides={"preset": workload, "reference_rpm": reference_rpm}, trace=trace)
-        rows.append({"mechanism": mechanism, "load": load, "rpm_per_instance": float(rpm), "policy": policy,
-                     **{k: summary[k] for k in _OUT}})
-    return pd.DataFrame(rows)
-
-
 def _run(stage: str, testbeds: Sequence[str], seeds: Sequence[int], runs: Mapping[str, list], *,
-         n_instances: Mapping[str, int], minutes: Mapping[str, float], warmup_frac: float,
-         reference_rpm: Mapping[str, float], workload: str, trace: str | None, jobs: int | None) -> pd.DataFrame:
-    points = [{"testbed": tb, "seed": int(s), "runs": tuple(runs[tb]), "n_instances": int(n_instances[tb]),
-               "minutes": float(minutes[tb]), "reference_rpm": float(reference_rpm[tb])}
-              for tb in testbeds for s in seeds]
-    frame = sweep(points, _point, shared={"warmup_frac": warmup_frac, "workload": workload, "trace": trace},
-                  jobs=jobs, on_error="raise")
-    frame = frame.drop(columns=["runs", "n_instances", "minutes", "reference_rpm"])
-    frame.insert(0, "stage", stage)
-    return frame
+         setups: Mapping[tuple, dict], warmup_frac: float, jobs: int | None) -> pd.DataFrame:
+    """Every ``(mechanism, load, rpm, policy)`` of ``runs[testbed]`` on every seed, labelled ``stage``."""
+    points = [{"stage": stage, "testbed": tb, "seed": int(s), "mechanism": mechanism, "load": load,
+               "rpm_per_instance": float(rpm), "policy": policy}
+              for tb in testbeds for s in seeds for mechanism, load, rpm, policy in runs[tb]]
+    cases = {p: (p, {}) for p in dict.fromkeys(pt["policy"] for pt in points)}
+    frame = run_cases(points, cases, setups, warmup_frac=warmup_frac, jobs=jobs, case="policy",
+                      setup=("testbed", "mechanism"))
+    return frame[[*points[0], *_OUT]]
 
 
 def screen_choice(frame: pd.DataFrame, n_baselines: int, past_factor: float) -> pd.DataFrame:
@@ -131,8 +115,7 @@ def screen_choice(frame: pd.DataFrame, n_baselines: int, past_factor: float) -> 
     rows = []
     for tb, sub in screen.groupby("testbed", sort=False):
         means = sub.groupby(["policy", "rpm_per_instance"])["goodput_tps"].mean()
-        peak = means.groupby(level="policy").max().sort_index()
-        best = str(peak.idxmax())
+        best = top_by_name(sub)
         knee = float(means.loc[best].idxmax())
         at_knee = means.xs(knee, level="rpm_per_instance").sort_index().sort_values(ascending=False, kind="stable")
         carried = list(at_knee.index[:n_baselines])
@@ -160,9 +143,11 @@ def serving_stack(*, testbeds: Sequence[str], screen_rpm: Mapping[str, Sequence[
     unknown = sorted(set(mechanisms) - set(MECHANISMS))
     if unknown:
         raise ValueError(f"unknown mechanism(s) {unknown}; known: {MECHANISMS}")
-    reference = {tb: past_factor * max(screen_rpm[tb]) for tb in testbeds}
-    common = {"n_instances": n_instances, "minutes": minutes, "warmup_frac": warmup_frac,
-              "reference_rpm": reference, "workload": workload, "trace": trace, "jobs": jobs}
+    setups = {(tb, m): {"testbed": tb, "n_instances": n_instances[tb], "minutes": minutes[tb], "trace": trace,
+                        "cluster_overrides": mechanism_overrides(m, TESTBEDS[tb][2]),
+                        "workload_overrides": {"preset": workload, "reference_rpm": past_factor * max(screen_rpm[tb])}}
+              for tb in testbeds for m in dict.fromkeys(("full (lmcache-mooncake)", *mechanisms))}
+    common = {"setups": setups, "warmup_frac": warmup_frac, "jobs": jobs}
     screen_runs = {tb: [("full (lmcache-mooncake)", "screen", rpm, pol) for rpm in screen_rpm[tb]
                         for pol in candidates] for tb in testbeds}
     screen = _run("screen", testbeds, screen_seeds, screen_runs, **common)
@@ -235,8 +220,8 @@ def load_only_table(frame: pd.DataFrame, bound: float = -0.07) -> pd.DataFrame:
     return _ordered(pd.DataFrame(rows), list(dict.fromkeys(main["testbed"])))
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}"
+def _interval(row) -> str:
+    return f"{percent(row['gain_mean'])}% [{percent(row['ci_low'])}, {percent(row['ci_high'])}]"
 
 
 def plot_serving_stack(gains: pd.DataFrame):
@@ -255,9 +240,7 @@ def plot_serving_stack(gains: pd.DataFrame):
     for i, m in enumerate(rows):
         for j, (tb, ld) in enumerate(cols):
             r = cell.loc[(tb, ld, m)]
-            label = f"{_pct(r['gain_mean'])}% [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]\nvs {r['best_baseline']}"
-            ax.text(j, i, label,
-                    ha="center", va="center", fontsize=6.5,
+            ax.text(j, i, f"{_interval(r)}\nvs {r['best_baseline']}", ha="center", va="center", fontsize=6.5,
                     color="white" if abs(r["gain_mean"]) > 0.6 * lim else "black")
             if r["tie"]:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.55", lw=0))
@@ -286,12 +269,11 @@ def stack_findings(frame: pd.DataFrame) -> list[str]:
         steps = ladder.diff().dropna()
         line = (f"{tb} {ld} ({g['rpm_per_instance'].iloc[0]:g} rpm/inst; screen's best baseline "
                 f"{choice.loc[tb, 'best_baseline']}, knee {choice.loc[tb, 'knee']:g}): ")
-        parts = [f"{m} {_pct(g.loc[m, 'gain_mean'])}% [{_pct(g.loc[m, 'ci_low'])}, {_pct(g.loc[m, 'ci_high'])}]"
-                 for m in ("ideal", "full (lmcache-mooncake)", "lmcache-mooncake-fast", "lmcache-mooncake-slow")
-                 if m in g.index]
+        parts = [f"{m} {_interval(g.loc[m])}" for m in ("ideal", "full (lmcache-mooncake)", "lmcache-mooncake-fast",
+                                                         "lmcache-mooncake-slow") if m in g.index]
         if len(steps):
             big = steps.abs().idxmax()
-            parts.append(f"largest ladder step {big} ({_pct(steps[big])} points)")
+            parts.append(f"largest ladder step {big} ({percent(steps[big])} points)")
         out.append(line + "; ".join(parts))
     main = _main(frame)
     runs = main.set_index(["testbed", "load", "seed", "policy", "mechanism"])["goodput_tps"].unstack("mechanism")
@@ -304,6 +286,6 @@ def stack_findings(frame: pd.DataFrame) -> list[str]:
     for tb, sub in knee.groupby("testbed", sort=False):
         held = sub.loc[sub["verdict"] == "reproduced", "mechanism"].tolist()
         out.append(f"C9's rule (least-load within 7 % of the best, lower bound -0.07) at the {tb} knee: "
-                   + ", ".join(f"{r.mechanism} {_pct(r.rel_mean)}% [{r.verdict}]" for r in sub.itertuples())
+                   + ", ".join(f"{r.mechanism} {percent(r.rel_mean)}% [{r.verdict}]" for r in sub.itertuples())
                    + f" -- holds in {len(held)} of {len(sub)} rows (a finding; C9's claim row stays in fig03)")
     return out

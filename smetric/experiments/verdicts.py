@@ -70,6 +70,7 @@ import pandas as pd
 from scipy import stats
 
 __all__ = [
+    "percent",
     "ALPHA",
     "CI_METHODS",
     "POINT_COLUMNS",
@@ -254,6 +255,11 @@ def gain_interval(gains: Iterable[float], *, confidence: float = 0.95, method: s
                           random_state=np.random.default_rng(seed))
     ci = res.confidence_interval
     return Interval(mean, float(ci.low), float(ci.high), int(x.size), method, confidence)
+
+
+def percent(x: float) -> str:
+    """A relative gain as signed percent with one decimal (``0.09`` -> ``+9.0``); ``n/a`` when not finite."""
+    return f"{100 * x:+.1f}" if np.isfinite(x) else "n/a"
 
 
 def gain_intervals(gains: pd.DataFrame, by: Sequence[str] = (), **kwargs) -> pd.DataFrame:

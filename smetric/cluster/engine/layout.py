@@ -67,7 +67,7 @@ EngineData = namedtuple("EngineData", [
     "arrival", "input_len", "n_out", "gap", "turn", "session", "history", "priority",
     "block_offsets", "block_ids", "coef", "params", "rand",
     "n", "n_instances", "n_routable", "disaggregated", "closed", "overlap", "max_num_seqs", "max_batched_tokens",
-    "block_size", "hbm_blocks", "dram_slots", "dram_write", "global_slots",
+    "block_size", "hbm_blocks", "hbm_reuse", "dram_slots", "dram_write", "global_slots",
     "kv_bytes_per_token", "dram_bw", "global_bw", "global_latency", "pd_bw", "l_eq", "pid",
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",

@@ -71,8 +71,9 @@ def _prefix_len(d, st, i, blocks, lo, tier):
 
 @njit(cache=True, _nrt=False)
 def _hits(d, st, i, blocks, k_global):
-    """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store."""
-    k1 = _prefix_len(d, st, i, blocks, 0, 0)
+    """(k1, k2, k3): leading blocks in HBM; HBM or DRAM; HBM, DRAM or the global store. Without
+    ``d.hbm_reuse`` HBM serves no hit (k1 = 0): its blocks count only where DRAM would serve them."""
+    k1 = _prefix_len(d, st, i, blocks, 0, 0) if d.hbm_reuse else 0
     k2 = _prefix_len(d, st, i, blocks, k1, 1) if d.dram_slots > 0 else k1
     return k1, k2, max(k2, k_global)
 
@@ -91,7 +92,7 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
         b = d.tail_id[r]
         tier = 3  # 0: HBM, 1: DRAM, 2: global store, 3: absent
         if _hbm_slot(d, st, i, b) >= 0:
-            tier = 0
+            tier = 0 if d.hbm_reuse else 1
         elif _dram_slot(d, st, i, b) >= 0:
             tier = 1
         elif d.global_slots > 0 and st.g_in[b] != 0:

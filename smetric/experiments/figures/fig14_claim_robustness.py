@@ -40,6 +40,7 @@ import pandas as pd
 
 from ...testbeds import TRACE_WORKLOADS
 from .. import main_results as mr
+from ..comparison import Comparison, Panel, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import (
     AXES,
@@ -49,10 +50,11 @@ from ..robustness import (
     adjust_map,
     knee_anchor,
     one_at_a_time,
-    peak_compute,
     plot_robustness,
     short_names,
+    variant_setup,
 )
+from ..screening import top_by_name
 from ..sweep import sweep
 
 _HOLDS = ("reproduced", "direction only")
@@ -111,12 +113,16 @@ def _store(p: Params, store: str) -> str:
     return f"{cap * p.n_instances:g}:{bw:g}"
 
 
+#: claim kind -> the metric its claims judge.
+METRICS = {"colocated": "goodput_tps", "pd": "prefill_tps"}
+
+
 def _setups(p: Params) -> dict[str, dict]:
-    """claim kind -> (peak_compute keywords, metric)."""
+    """claim kind -> :func:`~smetric.experiments.robustness.variant_setup` keywords."""
     n_p, n_d = p.split
-    common = {"testbed": "30b", "minutes": float(p.minutes), "warmup_frac": p.warmup_frac}
-    return {"colocated": {**common, "n_instances": p.n_instances, "metric": "goodput_tps"},
-            "pd": {**common, "n_instances": n_p + n_d, "metric": "prefill_tps",
+    common = {"testbed": "30b", "minutes": float(p.minutes)}
+    return {"colocated": {**common, "n_instances": p.n_instances},
+            "pd": {**common, "n_instances": n_p + n_d,
                    "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_p, "n_decode": n_d}}}
 
 
@@ -136,21 +142,11 @@ def _setup(setups: dict, kind: str, v: Variant, trace_minutes: float) -> dict:
 
 
 def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, refs: dict,
-                 trace_minutes: float) -> dict:
+                 trace_minutes: float, warmup_frac: float) -> dict:
     v = variants[variant]
     anchor, probe = knee_anchor(v, start=starts[v.workload], reference_rpm=refs[v.workload], **PROBE,
-                                **_setup(setups, kind, v, trace_minutes))
+                                metric=METRICS[kind], warmup_frac=warmup_frac, **_setup(setups, kind, v, trace_minutes))
     return {"anchor_rpm": anchor, "probe_loads": len(probe)}
-
-
-def _measure_point(variant: str, kind: str, seed: int, *, variants: dict, setups: dict, refs: dict, grids: dict,
-                   policies: tuple, trace_minutes: float, screening: tuple = ()) -> pd.DataFrame:
-    v = variants[variant]
-    if seed in screening:  # the screening runs the baselines only: SMETRIC cannot move the comparator
-        policies = tuple(x for x in policies if x != "smetric")
-    return peak_compute(v, (seed,), rpm_grid={variant: grids[(variant, kind)]}, policies=policies,
-                        reference_rpm=refs[v.workload],
-                        **_setup(setups, kind, v, trace_minutes)).drop(columns="seed")  # the grid's seed
 
 
 def variants(p: Params) -> list[Variant]:
@@ -169,44 +165,39 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     by_name = {v.name: v for v in vs}
     setups = _setups(p)
     refs = {w: _reference(p, w) for w in {v.workload for v in vs}}
-    shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes}
+    shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes,
+              "warmup_frac": p.warmup_frac}
     probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
                    shared={**shared, "starts": {v.workload: _start(p, v.workload) for v in vs}}, jobs=jobs,
                    on_error="raise")
     anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
-    grids = {key: tuple(a * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers) for key, a in anchors.items()}
-    seeds = (*p.screening_seeds, *p.seeds)
-    results = sweep([{"variant": v.name, "kind": k, "seed": int(s)} for s in seeds for v in vs for k in setups],
-                    _measure_point, shared={**shared, "grids": grids, "policies": tuple(p.policies),
-                                            "screening": tuple(p.screening_seeds)}, jobs=jobs,
-                    on_error="raise")
+    panels = {(v.name, k): Panel(partial(variant_setup, v, reference_rpm=refs[v.workload],
+                                         **_setup(setups, k, v, p.trace_minutes)),
+                                 tuple(anchors[(v.name, k)] * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers))
+              for v in vs for k in setups}
+    results = run_comparison(Comparison(panels, p.policies, p.seeds, ("variant", "kind"),
+                                        screen_seeds=p.screening_seeds,
+                                        loops=("seed", "panel", "rpm_per_instance", "policy"),
+                                        warmup_frac=p.warmup_frac), jobs=jobs)
     return judge(results, vs, anchors, p.multipliers, screening=p.screening_seeds)
 
 
 def _specs(multipliers) -> dict[str, tuple[str, ClaimSpec]]:
     """claim -> (kind of run, spec). C12's points are the paper's load levels present in the grid."""
     labels = tuple(k for k, m in mr.PAPER_POINTS.items() if m in multipliers)
-    unused = partial(peak_compute, rpm_grid={}, policies=())  # the runs are made by compute(); specs only judge
-    specs = {"C13_peak_30b": ("colocated", ClaimSpec("C13_peak_30b", unused)),
-             "C14_pd_prefill": ("pd", ClaimSpec("C14_pd_prefill", unused, value="prefill_tps"))}
+    specs = {"C13_peak_30b": ("colocated", ClaimSpec("C13_peak_30b")),
+             "C14_pd_prefill": ("pd", ClaimSpec("C14_pd_prefill", value="prefill_tps"))}
     if len(labels) == len(mr.PAPER_POINTS):
-        specs = {"C12_gain_vs_load": ("colocated", ClaimSpec("C12_gain_vs_load", unused, statistic="points",
+        specs = {"C12_gain_vs_load": ("colocated", ClaimSpec("C12_gain_vs_load", statistic="points",
                                                              points=labels)), **specs}
     return specs
-
-
-def comparator(screen: pd.DataFrame, value: str) -> str:
-    """The baseline with the highest peak over loads of its screening-seed mean ``value`` (ties: first by name)."""
-    if screen.empty:
-        raise ValueError("no screening rows to fix the comparator on")
-    curve = screen.groupby(["policy", "rpm_per_instance"])[value].mean()
-    return str(curve.groupby(level="policy").max().sort_index().idxmax())
 
 
 def judge(results: pd.DataFrame, vs: list[Variant], anchors: dict, multipliers,
           screening: tuple[int, ...] = ()) -> pd.DataFrame:
     """The map from the per-seed runs (``kind, variant, seed, policy, rpm_per_instance`` and the metrics): per claim
-    and variant, the comparator fixed on the ``screening`` seeds' rows (:func:`comparator`), the cells judged on the
+    and variant, the comparator fixed on the ``screening`` seeds' rows (the highest peak over loads of the
+    screening-seed mean, :func:`~smetric.experiments.screening.top_by_name`), the cells judged on the
     other seeds, then the map corrected (:func:`~smetric.experiments.robustness.adjust_map`)."""
     rows = []
     for claim, (kind, spec) in _specs(multipliers).items():
@@ -214,7 +205,7 @@ def judge(results: pd.DataFrame, vs: list[Variant], anchors: dict, multipliers,
             sub = results[(results["kind"] == kind) & (results["variant"] == v.name)].drop(columns=["kind", "variant"])
             screen = sub[sub["seed"].isin(list(screening))]
             sub = sub[~sub["seed"].isin(list(screening))]
-            fixed = comparator(screen, spec.value) if screening else None
+            fixed = top_by_name(screen, spec.value) if screening else None
             anchor = anchors[(v.name, kind)]
             if spec.statistic == "points":
                 mult = (sub["rpm_per_instance"] / anchor * mr.ANCHOR_MULTIPLIER).round(6)

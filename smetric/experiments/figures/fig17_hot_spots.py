@@ -43,6 +43,7 @@ beside each point.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -50,9 +51,11 @@ import pandas as pd
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
+from ..comparison import Comparison, Panel, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
+from ..verdicts import percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
@@ -125,15 +128,15 @@ def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     probes = sweep([{"workload": w} for w in p.workloads], _probe, shared={"p": p}, jobs=jobs, on_error="raise")
     anchors = dict(zip(probes["workload"], probes["anchor_rpm"]))
     rpm = {w: a * p.multiplier / mr.ANCHOR_MULTIPLIER for w, a in anchors.items()}
-    lv = hs.levels(p.axes)
-    shared = {"overrides": {(a, lab): o for a, lab, o in lv}, "rpm": rpm,
-              "reference_rpm": {w: max(_reference(p, w), rpm[w]) for w in p.workloads},
-              "policies": tuple(p.policies), "screening": tuple(p.screening_seeds), "minutes": _minutes(p),
-              "n_instances": p.n_instances, "warmup_frac": p.warmup_frac}
-    grid = [{"workload": w, "axis": a, "level": lab, "seed": int(s)}
-            for s in (*p.screening_seeds, *p.seeds) for w in p.workloads for a, lab, o in lv
-            if hs.applies(o, w) and (a == hs.DEFAULT or s not in p.screening_seeds)]  # screened at the default
-    results = sweep(grid, hs.run_level, shared=shared, jobs=jobs, on_error="raise")
+    minutes = _minutes(p)
+    panels = {(w, a, lab): Panel(partial(hs.level_setup, overrides=o, workload=w, minutes=minutes[w],
+                                         reference_rpm=max(_reference(p, w), rpm[w]), n_instances=p.n_instances),
+                                 (rpm[w],), screened_by=None if a == hs.DEFAULT else (w, hs.DEFAULT, hs.DEFAULT))
+              for w in p.workloads for a, lab, o in hs.levels(p.axes) if hs.applies(o, w)}
+    results = run_comparison(Comparison(panels, p.policies, p.seeds, ("workload", "axis", "level"),
+                                        screen_seeds=p.screening_seeds, loops=("seed", "panel", "rpm_per_instance",
+                                                                                "policy"),
+                                        warmup_frac=p.warmup_frac), jobs=jobs)  # screened at the default level
     table = judge(results, p.screening_seeds)
     return table.assign(anchor_rpm=table["workload"].map(anchors), rpm_per_instance=table["workload"].map(rpm))
 
@@ -152,10 +155,6 @@ def overview(df: pd.DataFrame) -> pd.DataFrame:
 
 #: Gain ticks (%) of the panels.
 _TICKS = (-200, -100, -50, -20, -10, -5, 0, 5, 10, 20, 50, 100, 200, 500)
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}"
 
 
 def plot(df: pd.DataFrame):
@@ -216,7 +215,7 @@ def claims(df: pd.DataFrame) -> list[dict]:
         points = [hs.point_label(r) for _, r in sub.iterrows()]
         cols = claim_columns(ivs, paper_value(claim), points=points, comparators=list(sub["baseline"]))
         held = sub[sub["verdict"].isin(_HOLDS)]
-        text = "; ".join(f"{hs.point_label(r)} {_pct(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
+        text = "; ".join(f"{hs.point_label(r)} {percent(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
         what = "gain" if statistic == "gain" else "change of the gain from the default"
         rows.append({"claim_id": claim, "reproduced": f"{what} holds at: {text}", **cols,
                      "reason": f"{len(sub)} points (both workloads, each level; comparator fixed on screening "
@@ -238,7 +237,7 @@ def findings(df: pd.DataFrame) -> str:
     lines = []
     for w in dict.fromkeys(best["workload"]):
         d = gain.loc[(w, hs.DEFAULT, hs.DEFAULT)]
-        lines.append(f"{w} at {d['rpm_per_instance']:.3g} rpm/instance: default {_pct(d['gain_mean'])} % vs "
+        lines.append(f"{w} at {d['rpm_per_instance']:.3g} rpm/instance: default {percent(d['gain_mean'])} % vs "
                      f"{d['baseline']} ({d['verdict']}; imbalance of queued prefill "
                      f"{d['baseline_imbalance_waiting_time_avg']:.2f}x vs SMETRIC "
                      f"{d['smetric_imbalance_waiting_time_avg']:.2f}x)")
@@ -248,9 +247,9 @@ def findings(df: pd.DataFrame) -> str:
                 if ww != w or a != axis:
                     continue
                 change = "runs as at the default" if (w, axis, level) not in growth.index else \
-                    f"change {_pct(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
+                    f"change {percent(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
                     f"{growth.loc[(w, axis, level), 'verdict']}"
-                parts.append(f"{level} {_pct(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
+                parts.append(f"{level} {percent(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
                              f"imbalance "
                              f"{r['baseline_imbalance_waiting_time_avg']:.2f}x/{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
             lines.append(f"  {axis}: " + "; ".join(parts))
