@@ -27,7 +27,7 @@ from .layout import (
     II_SEGK,
 )
 from .structures import _boundary, _iters_done
-from .tiers import _dram_slot, _global_prefix, _hbm_slot, _hit_tokens
+from .tiers import _dram_slot, _global_prefix, _hbm_slot, _hit_tokens, _reaches_tail, _token_hits
 
 
 @njit(cache=True, _nrt=False)
@@ -85,19 +85,8 @@ def _seen_hit_tokens(d, st, i, r, blocks, cut):
     k3 = k2
     while k3 < nb and _seen(d, st, i, blocks[k3], cut) <= 2:
         k3 += 1
-    L = d.input_len[r]
-    h1, h2, h3 = k1 * d.block_size, k2 * d.block_size, k3 * d.block_size
-    tp = d.tail_pos[r]
-    if tp >= 0 and (k1 == tp or k2 == tp or k3 == tp):
-        tier = _seen(d, st, i, d.tail_id[r], cut)
-        tok = d.tail_tok[r]
-        if k1 == tp and tier <= 0:
-            h1 += tok
-        if k2 == tp and tier <= 1:
-            h2 += tok
-        if k3 == tp and tier <= 2:
-            h3 += tok
-    return min(h1, L - 1), min(h2, L - 1), min(h3, L - 1)
+    tier = _seen(d, st, i, d.tail_id[r], cut) if _reaches_tail(d, r, k1, k2, k3) else 3
+    return _token_hits(d, r, k1, k2, k3, tier)
 
 
 @njit(cache=True, _nrt=False)

@@ -83,28 +83,37 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
     """(k1, k2, k3, h1, h2, h3): the leading blocks of :func:`_hits` and the token hits per tier, each
     counting the parent's partial tail when the hit reaches its position and the tier holds it."""
     k1, k2, k3 = _hits(d, st, i, blocks, k_global)
-    L = d.input_len[r]
-    h1 = k1 * d.block_size
-    h2 = k2 * d.block_size
-    h3 = k3 * d.block_size
-    tp = d.tail_pos[r]
-    if tp >= 0 and (k1 == tp or k2 == tp or k3 == tp):
+    tier = 3  # of the parent's partial tail -- 0: HBM, 1: DRAM, 2: global store, 3: absent (or not reached)
+    if _reaches_tail(d, r, k1, k2, k3):
         b = d.tail_id[r]
-        tier = 3  # 0: HBM, 1: DRAM, 2: global store, 3: absent
         if _hbm_slot(d, st, i, b) >= 0:
             tier = 0 if d.hbm_reuse else 1
         elif _dram_slot(d, st, i, b) >= 0:
             tier = 1
         elif d.global_slots > 0 and st.g_in[b] != 0:
             tier = 2
-        tok = d.tail_tok[r]
-        if k1 == tp and tier <= 0:
-            h1 += tok
-        if k2 == tp and tier <= 1:
-            h2 += tok
-        if k3 == tp and tier <= 2:
-            h3 += tok
-    return k1, k2, k3, min(h1, L - 1), min(h2, L - 1), min(h3, L - 1)
+    h1, h2, h3 = _token_hits(d, r, k1, k2, k3, tier)
+    return k1, k2, k3, h1, h2, h3
+
+
+@njit(cache=True, _nrt=False)
+def _reaches_tail(d, r, k1, k2, k3):
+    """A hit of ``k1``, ``k2`` or ``k3`` leading blocks reaches the position of ``r``'s parent's partial tail."""
+    tp = d.tail_pos[r]
+    return tp >= 0 and (k1 == tp or k2 == tp or k3 == tp)
+
+
+@njit(cache=True, _nrt=False)
+def _token_hits(d, r, k1, k2, k3, tier):
+    """(h1, h2, h3): the token hits of ``k1, k2, k3`` leading blocks, each with the parent's partial tail when
+    the hit reaches its position and the tail's ``tier`` is that tier or a faster one; at most ``L - 1``."""
+    L = d.input_len[r]
+    tp = d.tail_pos[r]
+    tok = d.tail_tok[r]
+    h1 = k1 * d.block_size + (tok if k1 == tp and tier <= 0 else 0)
+    h2 = k2 * d.block_size + (tok if k2 == tp and tier <= 1 else 0)
+    h3 = k3 * d.block_size + (tok if k3 == tp and tier <= 2 else 0)
+    return min(h1, L - 1), min(h2, L - 1), min(h3, L - 1)
 
 
 @njit(cache=True, _nrt=False)
