@@ -81,7 +81,7 @@ from .tiers import (
     _dram_touch,
     _global_prefix,
     _hbm_evict_lru,
-    _hbm_insert_pinned,
+    _hbm_keep,
     _hbm_pin,
     _hbm_slot,
     _hbm_unpin,
@@ -233,13 +233,7 @@ def _preempt(d, st, i, v):
         _list_remove(st, i, II_PHEAD, II_PTAIL, v)
         if state == PREFILL:  # the prompt's blocks wholly in KV join the cache
             while kept_blocks < nb and min((kept_blocks + 1) * d.block_size, L) <= st.ri[v, RI_INKV]:
-                slot = _hbm_slot(d, st, i, blocks[kept_blocks])
-                if slot >= 0:
-                    _hbm_pin(d, st, i, slot)
-                else:
-                    _hbm_insert_pinned(d, st, i, blocks[kept_blocks])
-                st.ii[i, II_PRIV] -= 1
-                st.ri[v, RI_PRIV] -= 1
+                _hbm_keep(d, st, i, v, blocks[kept_blocks])
                 kept_blocks += 1
         else:  # LOADING: its loads are abandoned
             st.ii[i, II_NLOAD] -= 1

@@ -60,6 +60,7 @@ from .tiers import (
     _global_write_through,
     _hbm_evict_lru,
     _hbm_insert_pinned,
+    _hbm_keep,
     _hbm_pin,
     _hbm_slot,
     _hbm_unpin,
@@ -205,13 +206,7 @@ def _cache_prompt(d, st, i, r, t):
     enters DRAM (tail first); write-through to the store."""
     blocks = d.block_ids[d.block_offsets[r]:d.block_offsets[r + 1]]
     for j in range(st.ri[r, RI_K1], blocks.shape[0]):
-        slot = _hbm_slot(d, st, i, blocks[j])
-        if slot >= 0:
-            _hbm_pin(d, st, i, slot)
-        else:
-            _hbm_insert_pinned(d, st, i, blocks[j])
-        st.ii[i, II_PRIV] -= 1
-        st.ri[r, RI_PRIV] -= 1
+        _hbm_keep(d, st, i, r, blocks[j])
     st.ii[i, II_KV_VERSION] += 1
     if d.dram_write:
         for j in range(blocks.shape[0] - 1, -1, -1):

@@ -31,6 +31,8 @@ from .layout import (
     II_DSIZE,
     II_NFREE,
     II_PINNED,
+    II_PRIV,
+    RI_PRIV,
     SP_OFF,
 )
 from .transfers import _pool_start
@@ -200,6 +202,18 @@ def _hbm_insert_pinned(d, st, i, block):
         st.seen[i * d.hbm_blocks + slot] = st.gf[GF_NOW]
     st.ii[i, II_CACHED] += 1
     st.ii[i, II_PINNED] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _hbm_keep(d, st, i, r, block):
+    """One block of ``r``'s reserved KV joins ``i``'s HBM cache pinned (or pins the copy already cached)."""
+    slot = _hbm_slot(d, st, i, block)
+    if slot >= 0:
+        _hbm_pin(d, st, i, slot)
+    else:
+        _hbm_insert_pinned(d, st, i, block)
+    st.ii[i, II_PRIV] -= 1
+    st.ri[r, RI_PRIV] -= 1
 
 
 @njit(cache=True, _nrt=False)
