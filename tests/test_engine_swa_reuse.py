@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from engine_support import small_cluster
+from engine_support import small_cluster, store
 from hypothesis import HealthCheck, given, settings
 from test_engine_dram_policy import write_through_cases
 from test_engine_equivalence import assert_same_run, cases
@@ -81,3 +81,16 @@ def test_engine_matches_reference_without_hbm_reuse_and_a_write_through_tier(cas
     wl, cluster, policy, seed = case
     inp = dataclasses.replace(prepare(wl, cluster, policy, seed=seed, n_samples=50), hbm_reuse=False)
     assert_same_run(run_engine(inp), run_reference(inp))
+
+
+def test_a_partial_tail_held_in_hbm_alone_adds_nothing_without_hbm_reuse():
+    """Reply kept in HBM but not stored, no DRAM tier: the follow-up's hit over the global store stops at the
+    parent's partial tail (HBM may not serve it), in both engines."""
+    wl = workload_of([np.arange(159), np.concatenate([np.arange(144), np.arange(500, 537)])], [0.32, 0.38], [1, 1],
+                     parent=[-1, 0], session=[0, 0], turn=[0, 1])
+    cluster = small_cluster(kv_tokens=2000, block_size=16, max_num_seqs=1, max_batched_tokens=64,
+                            global_store=store(), kv_load_overlap=False, cache_replies=True, hit_granularity=8)
+    inp = dataclasses.replace(prepare(wl, cluster, "round-robin", n_samples=20), hbm_reuse=False)
+    raw = run_engine(inp)
+    assert_same_run(raw, run_reference(inp))
+    assert raw.hit_hbm[1] == 0 and raw.hit_global[1] == 144

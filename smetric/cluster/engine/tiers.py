@@ -88,9 +88,10 @@ def _hit_tokens(d, st, i, r, blocks, k_global):
     tier = 3  # of the parent's partial tail -- 0: HBM, 1: DRAM, 2: global store, 3: absent (or not reached)
     if _reaches_tail(d, r, k1, k2, k3):
         b = d.tail_id[r]
-        if _hbm_slot(d, st, i, b) >= 0:
-            tier = 0 if d.hbm_reuse else 1
-        elif _dram_slot(d, st, i, b) >= 0:
+        in_hbm = _hbm_slot(d, st, i, b) >= 0
+        if in_hbm and d.hbm_reuse:
+            tier = 0
+        elif (in_hbm and d.dram_slots > 0) or _dram_slot(d, st, i, b) >= 0:  # without HBM reuse: where DRAM serves
             tier = 1
         elif d.global_slots > 0 and st.g_in[b] != 0:
             tier = 2
