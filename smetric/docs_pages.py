@@ -159,7 +159,7 @@ def figure_findings() -> str:
 # ------------------------------------------------------------------------------------------------ validation
 def validation_tables() -> str:
     """The real-cluster error, ranking and target tables from ``figures/fig16_real_clusters.csv``."""
-    from .experiments.realcluster.scoring import readme_tables
+    from .realcluster.scoring import readme_tables
 
     return readme_tables(pd.read_csv(_record() / "fig16_real_clusters.csv"))
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from smetric.context import run_context
-from smetric.experiments.realcluster.metrics import harness_metrics
-from smetric.experiments.realcluster.spec import SpecError, check_spec, load_specs, spec_paths
+from smetric.realcluster.metrics import harness_metrics
+from smetric.realcluster.spec import SpecError, check_spec, load_specs, spec_paths
 
 ROOT = run_context().root
 VALIDATION = [s for s in load_specs(spec_paths()) if s.name.startswith("blis-")]

@@ -18,9 +18,9 @@ from spec_support import SMALL
 
 from smetric.cli import main
 from smetric.context import run_context
-from smetric.experiments.realcluster import calibrate as cal
-from smetric.experiments.realcluster.runner import predict
-from smetric.experiments.realcluster.spec import load_spec
+from smetric.realcluster import calibrate as cal
+from smetric.realcluster.runner import predict
+from smetric.realcluster.spec import load_spec
 
 DATA = run_context().data_dir
 TEST_SPEC = "data/validation/blis-16-llama-3.1-8b-h100-tp1-general.yaml"

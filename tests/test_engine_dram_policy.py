@@ -90,8 +90,8 @@ def test_a_spec_arm_overrides_the_cluster(tmp_path):
 
     import yaml
 
-    from smetric.experiments.realcluster.runner import cluster_for
-    from smetric.experiments.realcluster.spec import SpecError, load_spec
+    from smetric.realcluster.runner import cluster_for
+    from smetric.realcluster.spec import SpecError, load_spec
 
     path = Path(__file__).parents[1] / "data" / "validation" / "llmd-tiered-cpu-offload.yaml"
     spec = load_spec(path)

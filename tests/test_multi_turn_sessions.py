@@ -12,9 +12,9 @@ import pytest
 import smetric
 from smetric.cluster.config import ClusterConfig
 from smetric.context import run_context
-from smetric.experiments.realcluster.metrics import harness_metrics
-from smetric.experiments.realcluster.runner import predict, run_metrics, seed_summary
-from smetric.experiments.realcluster.spec import SpecError, check_spec
+from smetric.realcluster.metrics import harness_metrics
+from smetric.realcluster.runner import predict, run_metrics, seed_summary
+from smetric.realcluster.spec import SpecError, check_spec
 from smetric.workload.harness import harness_workload
 
 TABLE = "validation/tables/zxuhan_llm_router_trace_tokens.csv"
@@ -249,7 +249,7 @@ def test_bad_session_spec_names_the_key(edit, key, reason):
 
 def test_the_shipped_session_specs_replay_in_quick_mode(capsys):
     from smetric.cli import main
-    from smetric.experiments.realcluster.spec import load_specs, spec_paths
+    from smetric.realcluster.spec import load_specs, spec_paths
 
     paths = [p for p in spec_paths() if p.name.startswith("zxuhan-")]
     specs = load_specs(paths)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smetric.experiments.realcluster.metrics import harness_metrics
-from smetric.experiments.realcluster.runner import predict, recorded_request_errors
-from smetric.experiments.realcluster.spec import SpecError, check_spec, load_spec, spec_paths
+from smetric.realcluster.metrics import harness_metrics
+from smetric.realcluster.runner import predict, recorded_request_errors
+from smetric.realcluster.spec import SpecError, check_spec, load_spec, spec_paths
 from smetric.workload.errors import TraceFormatError
 from smetric.workload.harness import harness_workload
 from smetric.workload.recorded import BLOCK_SIZE, load_bundle, shared_prefixes

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from smetric.cluster.serving_stack import ServingStack
-from smetric.experiments.realcluster import scoring
-from smetric.experiments.realcluster.mechanisms import MECHANISMS, mechanism_stack
-from smetric.experiments.realcluster.scoring import mechanism_table
+from smetric.realcluster import scoring
+from smetric.realcluster.mechanisms import MECHANISMS, mechanism_stack
+from smetric.realcluster.scoring import mechanism_table
 
 
 def test_each_mechanism_takes_only_its_fields_from_the_row():

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from smetric.context import run_context
-from smetric.experiments.realcluster.spec import SpecError, check_spec, load_spec
+from smetric.realcluster.spec import SpecError, check_spec, load_spec
 from smetric.workload.harness import KINDS
 
 VALIDATION = run_context().data_dir / "validation"

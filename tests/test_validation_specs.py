@@ -13,10 +13,10 @@ import yaml
 from spec_support import SMALL
 
 from smetric.cli import main
-from smetric.experiments.realcluster import scoring
-from smetric.experiments.realcluster.metrics import harness_metrics
-from smetric.experiments.realcluster.runner import replay_router
-from smetric.experiments.realcluster.spec import METRICS, SpecError, check_spec, load_spec, load_specs, spec_paths
+from smetric.realcluster import scoring
+from smetric.realcluster.metrics import harness_metrics
+from smetric.realcluster.runner import replay_router
+from smetric.realcluster.spec import METRICS, SpecError, check_spec, load_spec, load_specs, spec_paths
 
 SHIPPED = spec_paths()
 

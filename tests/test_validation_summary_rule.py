@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from smetric.experiments.realcluster.runner import _run_summary
-from smetric.experiments.realcluster.spec import SpecError, load_spec
+from smetric.realcluster.runner import _run_summary
+from smetric.realcluster.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 #: A published spec whose load is cut to two measured stages (the test feeds its own requests).

@@ -2,7 +2,7 @@
 
 Each subcommand has a module of this package (``register_<name>`` adds its arguments, ``run_<name>`` runs it;
 ``characterize`` and ``synth`` share :mod:`smetric.cli.workload`, ``calibrate`` lives with the fit in
-:mod:`smetric.experiments.realcluster.calibrate`) and is listed in ``_COMMANDS``. Only the chosen subcommand's
+:mod:`smetric.realcluster.calibrate`) and is listed in ``_COMMANDS``. Only the chosen subcommand's
 module is imported, so ``smetric simulate`` loads the engine but not the figure or synthetic-workload code.
 """
 
@@ -24,7 +24,7 @@ _COMMANDS = {
     "policies": ("smetric.cli.policies", "list the routing policies and their parameters"),
     "simulate": ("smetric.cli.simulate", "replay a trace on a simulated cluster with a routing policy"),
     "validate": ("smetric.cli.validate", "replay published real-cluster runs, score the errors"),
-    "calibrate": ("smetric.experiments.realcluster.calibrate",
+    "calibrate": ("smetric.realcluster.calibrate",
                   "fit the parameters without a public source on the training runs (data/calibration/)"),
 }
 

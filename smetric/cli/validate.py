@@ -32,9 +32,9 @@ def run_validate(args: argparse.Namespace) -> int:
     """Check every spec first (exit 2 naming file, key and reason), then replay and print."""
     import pandas as pd
 
-    from ..experiments.realcluster import scoring
-    from ..experiments.realcluster.runner import predict_all
-    from ..experiments.realcluster.spec import SpecError, load_specs, spec_paths
+    from ..realcluster import scoring
+    from ..realcluster.runner import predict_all
+    from ..realcluster.spec import SpecError, load_specs, spec_paths
 
     if args.jobs < 1:
         print(f"smetric validate: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)

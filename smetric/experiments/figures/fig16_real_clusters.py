@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pandas as pd
 
+from ...realcluster import scoring
+from ...realcluster.mechanisms import MECHANISMS, mechanism_cases, mechanism_errors
+from ...realcluster.plot import plot_real_clusters
+from ...realcluster.runner import predict_cases
+from ...realcluster.spec import load_specs, spec_paths
 from ..figure import FigureParams, param
-from ..realcluster import scoring
-from ..realcluster.mechanisms import MECHANISMS, mechanism_frame
-from ..realcluster.plot import plot_real_clusters
-from ..realcluster.runner import predict_all
-from ..realcluster.spec import load_specs, spec_paths
 
 _FMT = {"float_format": lambda x: f"{x:,.3g}"}
 
@@ -43,15 +44,20 @@ def _specs(p: Params):
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     """The error frame of every spec as specified (``mechanism`` ``all``), then, with ``p.mechanisms``, every spec
     with the legacy serving stack (``none``) and the single-engine (``blis`` harness) specs with each mechanism
-    alone (:mod:`..realcluster.mechanisms`)."""
+    alone (:mod:`smetric.realcluster.mechanisms`); every replay in one pool of ``jobs`` workers (default: one per
+    core)."""
     specs = _specs(p)
-    frame = scoring.error_frame(specs, predict_all(specs, quick=p.scaled, jobs=jobs or 1)).assign(mechanism="all")
-    if not p.mechanisms:
+    cases = []
+    if p.mechanisms:
+        alone = [m for m in MECHANISMS if m not in ("none", "all")]
+        cases = (mechanism_cases(specs, ("none",))
+                 + mechanism_cases([s for s in specs if s.harness == "blis"], alone))
+    predicted = predict_cases([(spec, None) for spec in specs] + [(spec, engine) for _, spec, engine in cases],
+                              quick=p.scaled, jobs=jobs or os.cpu_count() or 1)
+    frame = scoring.error_frame(specs, {s.name: q for s, q in zip(specs, predicted)}).assign(mechanism="all")
+    if not cases:
         return frame
-    single = [s for s in specs if s.harness == "blis"]
-    alone = [m for m in MECHANISMS if m not in ("none", "all")]
-    return pd.concat([frame, mechanism_frame(specs, ("none",), quick=p.scaled, jobs=jobs or 1),
-                      mechanism_frame(single, alone, quick=p.scaled, jobs=jobs or 1)], ignore_index=True)
+    return pd.concat([frame, mechanism_errors(cases, predicted[len(specs):])], ignore_index=True)
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...context import ENV, run_context
+from ..context import ENV, run_context
 from .spec import ExperimentSpec, SpecError, load_specs, spec_paths
 
 __all__ = ["METRICS", "MAX_CYCLES", "LEVELS", "CalibrationError", "Fittable", "fittable_parameters",
@@ -82,7 +82,7 @@ class Fittable:
 
 
 def _table(name: str) -> dict:
-    from ...hardware.efficiency import perf_data_dir
+    from ..hardware.efficiency import perf_data_dir
 
     with open(perf_data_dir() / name, encoding="utf-8") as fh:
         return json.load(fh)
@@ -92,9 +92,9 @@ def fittable_parameters() -> dict[str, Fittable]:
     """Every parameter the two tables declare fittable (serving-stack ones first), each checked: a field of its
     table's dataclass, ``0 <= low < high``, an odd number of ``points`` >= 3, no row giving it a source and not one
     of the efficiency fields fitted from the measured profiles."""
-    from ...cluster.serving_stack import ServingStack
-    from ...hardware.calibration import ATTENTION_FIELDS, LINEAR_FIELDS
-    from ...hardware.efficiency import Efficiency
+    from ..cluster.serving_stack import ServingStack
+    from ..hardware.calibration import ATTENTION_FIELDS, LINEAR_FIELDS
+    from ..hardware.efficiency import Efficiency
 
     out: dict[str, Fittable] = {}
     for table, known in ((_STACK, ServingStack), (_EFFICIENCY, Efficiency)):
@@ -172,7 +172,7 @@ def training_specs(paths: Sequence[str | Path]) -> list[ExperimentSpec]:
 
 def _efficiency_entry(gpu: str) -> str:
     """The efficiency-table entry a GPU uses (its own, or the one it borrows: ``TRANSFERRED_FROM``)."""
-    from ...hardware.efficiency import TRANSFERRED_FROM, load_efficiencies
+    from ..hardware.efficiency import TRANSFERRED_FROM, load_efficiencies
 
     table = load_efficiencies()
     if gpu in table:
@@ -188,7 +188,7 @@ def _row(spec: ExperimentSpec) -> str:
 
 def _instance(spec: ExperimentSpec, efficiency) -> tuple:
     """What an efficiency field can change in a spec's instance: iteration-time coefficients and KV capacity."""
-    from ...hardware import PerfModel
+    from ..hardware import PerfModel
 
     c = spec.cluster
     pm = PerfModel(c["model"], c["gpu"], int(c["tp"]), efficiency=efficiency,
@@ -200,7 +200,7 @@ def _instance(spec: ExperimentSpec, efficiency) -> tuple:
 def _exercises(par: Fittable, spec: ExperimentSpec) -> bool:
     if par.table == _STACK:
         return True
-    from ...hardware.efficiency import efficiency_for
+    from ..hardware.efficiency import efficiency_for
 
     eff = efficiency_for(spec.cluster["gpu"])
     return _instance(spec, replace(eff, **{par.name: par.low})) != _instance(spec, replace(eff, **{par.name: par.high}))
@@ -212,8 +212,8 @@ def _where(par: Fittable, spec: ExperimentSpec) -> str:
 
 
 def _table_value(par: Fittable, where: str) -> float:
-    from ...cluster.serving_stack import ServingStack
-    from ...hardware.efficiency import load_efficiencies
+    from ..cluster.serving_stack import ServingStack
+    from ..hardware.efficiency import load_efficiencies
 
     source = ServingStack.preset(where) if par.table == _STACK else load_efficiencies()[where]
     return float(getattr(source, par.name))
@@ -221,9 +221,9 @@ def _table_value(par: Fittable, where: str) -> float:
 
 def _refusal(name: str, fittable: dict[str, Fittable], specs: Sequence[ExperimentSpec]) -> str:
     """Why ``--param name`` cannot be fitted: unknown, or with a public source (named), or not declared fittable."""
-    from ...cluster.serving_stack import ServingStack, serving_stack_table
-    from ...hardware.calibration import ATTENTION_FIELDS, LINEAR_FIELDS
-    from ...hardware.efficiency import Efficiency, load_efficiencies
+    from ..cluster.serving_stack import ServingStack, serving_stack_table
+    from ..hardware.calibration import ATTENTION_FIELDS, LINEAR_FIELDS
+    from ..hardware.efficiency import Efficiency, load_efficiencies
 
     declared = ", ".join(fittable) or "none"
     if name in {f.name for f in fields(ServingStack)} - {"name"}:
@@ -456,7 +456,7 @@ def calibrate(paths: Sequence[str | Path], names: Sequence[str] | None = None, *
                for k, e in (("before", before), ("after", after))}
     stack_rows = {row: {p.name: fitted[p.name]} for p in params if p.table == _STACK for row in scope[p.name]}
     return {
-        "protocol": "smetric calibrate (smetric.experiments.realcluster.calibrate): parameters the tables declare "
+        "protocol": "smetric calibrate (smetric.realcluster.calibrate): parameters the tables declare "
                     "fittable, fitted on training runs only (never data/validation/)",
         "objective": f"mean |predicted / measured - 1| of {', '.join(METRICS)} over every training run and router "
                      "that publishes them",

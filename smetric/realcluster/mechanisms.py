@@ -15,13 +15,12 @@ from typing import Sequence
 
 import pandas as pd
 
-from ...cluster.serving_stack import ServingStack, parse
+from ..cluster.serving_stack import ServingStack, parse
 from . import scoring
-from .runner import predict_all
 from .scoring import MECHANISM_ORDER
 from .spec import ExperimentSpec
 
-__all__ = ["MECHANISMS", "mechanism_stack", "mechanism_frame"]
+__all__ = ["MECHANISMS", "mechanism_stack", "mechanism_cases", "mechanism_errors"]
 
 #: mechanism -> the ServingStack fields it sets (``none``: the legacy row; ``all``: the spec's row)
 MECHANISMS = dict(zip(MECHANISM_ORDER, (
@@ -45,17 +44,20 @@ def mechanism_stack(row: str | ServingStack, mechanism: str) -> ServingStack:
                    **{f: getattr(full, f) for f in MECHANISMS[mechanism]})
 
 
-def mechanism_frame(specs: Sequence[ExperimentSpec], mechanisms: Sequence[str] = tuple(MECHANISMS), *,
-                    quick: bool = False, jobs: int = 1) -> pd.DataFrame:
-    """:func:`.scoring.error_frame` of ``specs`` under each of ``mechanisms`` (column ``mechanism``), each spec with
-    its own engine row."""
-    frames = []
+def mechanism_cases(specs: Sequence[ExperimentSpec], mechanisms: Sequence[str] = tuple(MECHANISMS)
+                    ) -> list[tuple[str, ExperimentSpec, ServingStack]]:
+    """``(mechanism, spec, engine)`` for each of ``mechanisms`` and ``specs``, each spec with its own engine row
+    (per mechanism, the specs grouped by engine row in order of first appearance)."""
     by_row: dict[str, list[ExperimentSpec]] = {}
     for spec in specs:
         by_row.setdefault(str(spec.cluster["engine"]), []).append(spec)
-    for mechanism in mechanisms:
-        for group in by_row.values():
-            row = group[0].engine_behaviour()["engine"]
-            predicted = predict_all(group, quick=quick, jobs=jobs, engine=mechanism_stack(row, mechanism))
-            frames.append(scoring.error_frame(group, predicted).assign(mechanism=mechanism))
+    return [(mechanism, spec, mechanism_stack(group[0].engine_behaviour()["engine"], mechanism))
+            for mechanism in mechanisms for group in by_row.values() for spec in group]
+
+
+def mechanism_errors(cases: Sequence[tuple[str, ExperimentSpec, ServingStack]], predicted: Sequence[dict]
+                     ) -> pd.DataFrame:
+    """:func:`.scoring.error_frame` of each :func:`mechanism_cases` case's predictions (column ``mechanism``)."""
+    frames = [scoring.error_frame([spec], {spec.name: p}).assign(mechanism=mechanism)
+              for (mechanism, spec, _), p in zip(cases, predicted)]
     return pd.concat(frames, ignore_index=True)

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...plotting import set_style
+from ..plotting import set_style
 from .scoring import blis_table, ratio_table
 
 __all__ = ["plot_real_clusters"]

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["THROUGHPUT", "RANK_TIE", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table",
-           "blis_table", "targets", "readme_tables", "render_readme", "as_specified", "before_after", "mechanism_table",
+           "blis_table", "targets", "readme_tables", "as_specified", "before_after", "mechanism_table",
            "MECHANISM_ORDER"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
@@ -242,16 +242,6 @@ def readme_tables(df: pd.DataFrame) -> str:
             cells = " | ".join(f"{r[m]:.1%}" for m in MECHANISM_METRICS)
             out.append(f"| {r['mechanism']} | {r['runs']} | {cells} |")
     return "\n".join(out) + "\n"
-
-
-def render_readme(readme, figures) -> bool:
-    """Rewrite the README's validation block from ``figures/fig16_real_clusters.csv``; True when it changed."""
-    from pathlib import Path
-
-    from ..readme_blocks import rewrite_block
-
-    frame = pd.read_csv(Path(figures) / "fig16_real_clusters.csv")
-    return rewrite_block(readme, README_BEGIN, README_END, readme_tables(frame))
 
 
 #: the serving-stack mechanisms in table order (:mod:`.mechanisms`) and the single-engine metrics the table reports

@@ -193,7 +193,7 @@ class ExperimentSpec:
     def engine_behaviour(self) -> dict:
         """ClusterConfig fields the serving engine (``cluster.engine``) selects: its family's KV allocation and the
         serving-stack row of its version (:mod:`smetric.cluster.serving_stack`)."""
-        from ...cluster.serving_stack import parse, resolve
+        from ..cluster.serving_stack import parse, resolve
 
         engine = str(self.cluster["engine"])
         family = engine.split("-")[0].lower()
@@ -202,8 +202,8 @@ class ExperimentSpec:
 
 
 def _check_cluster(path, cluster: Mapping) -> None:
-    from ...hardware import get_gpu, get_model
-    from ...hardware.perfmodel import DTYPES
+    from ..hardware import get_gpu, get_model
+    from ..hardware.perfmodel import DTYPES
 
     _require(path, cluster, "cluster", CLUSTER_KEYS)
     _known(path, cluster, "cluster", CLUSTER_KEYS)
@@ -225,7 +225,7 @@ def _check_cluster(path, cluster: Mapping) -> None:
     for key in ("weight_dtype", "kv_dtype"):
         if not isinstance(cluster[key], str) or cluster[key] not in DTYPES:
             _fail(path, f"cluster.{key}", f"must be one of {sorted(DTYPES)}, got {cluster[key]!r}")
-    from ...cluster.serving_stack import parse
+    from ..cluster.serving_stack import parse
 
     try:
         parse(cluster["engine"])
@@ -234,7 +234,7 @@ def _check_cluster(path, cluster: Mapping) -> None:
 
 
 def _check_workload(path, workload: Mapping) -> None:
-    from ...workload.harness import KINDS
+    from ..workload.harness import KINDS
 
     _require(path, workload, "workload", ("kind", "params", "seed"))
     _known(path, workload, "workload", ("kind", "params", "seed"))
@@ -242,7 +242,7 @@ def _check_workload(path, workload: Mapping) -> None:
         _fail(path, "workload.kind", f"unknown generator {workload['kind']!r}; known: {', '.join(KINDS)}")
     _mapping(path, "workload.params", workload["params"])
     if workload["kind"] == "recorded-requests":   # read the bundle now: a bad one fails before any replay
-        from ...workload.recorded import bundle_of
+        from ..workload.recorded import bundle_of
 
         try:
             bundle_of(workload["params"])
@@ -318,11 +318,11 @@ def _check_generator_input(path, workload: Mapping, load: Mapping) -> None:
     """The generator's own checks of ``workload.params`` and of the load stages (:mod:`smetric.workload.harness`,
     its parameter registry and checks), run here so that input it would reject fails at load time, before any
     simulation. Generators with a module of their own (recorded runs, sessions) are checked there."""
-    from ...workload import harness
+    from ..workload import harness
 
     kind, params = workload["kind"], workload["params"]
     if kind == "multi-turn-sessions":  # every run's session set is built now (its token table read)
-        from ...workload.multi_turn_sessions import session_workload
+        from ..workload.multi_turn_sessions import session_workload
 
         try:
             for seed in load.get("seeds", [workload["seed"]]):
@@ -357,7 +357,7 @@ def _check_generator_input(path, workload: Mapping, load: Mapping) -> None:
 
 
 def _check_routers(path, routers: Mapping) -> None:
-    from ...policies import registry
+    from ..policies import registry
 
     if not routers:
         _fail(path, "routers", "must name at least one router")
@@ -374,7 +374,7 @@ def _check_routers(path, routers: Mapping) -> None:
         except (ValueError, TypeError) as exc:
             _fail(path, f"{key}.params" if "unknown policy" not in str(exc) else f"{key}.policy", str(exc))
         if "router_info" in router:
-            from ...cluster.router_info import RouterInfo
+            from ..cluster.router_info import RouterInfo
 
             info = _mapping(path, f"{key}.router_info", router["router_info"])
             try:
@@ -382,7 +382,7 @@ def _check_routers(path, routers: Mapping) -> None:
             except (TypeError, ValueError) as exc:
                 _fail(path, f"{key}.router_info", str(exc))
         if "cluster" in router:
-            from ...cluster.config import DRAM_POLICIES
+            from ..cluster.config import DRAM_POLICIES
 
             own = _mapping(path, f"{key}.cluster", router["cluster"])
             _known(path, own, f"{key}.cluster", ROUTER_CLUSTER_KEYS)
@@ -456,7 +456,7 @@ def load_spec(path) -> ExperimentSpec:
 
 def spec_paths(data_dir=None) -> list[Path]:
     """Every spec file of ``<data>/validation`` (sorted)."""
-    from ...context import run_context
+    from ..context import run_context
 
     folder = Path(data_dir) if data_dir is not None else run_context().data_dir / "validation"
     return sorted(folder.glob("*.yaml"))

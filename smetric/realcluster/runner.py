@@ -30,12 +30,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ...workload.harness import harness_workload
+from ..workload.harness import harness_workload
 from .metrics import harness_metrics, recorded_request_summary, recorded_request_table
 from .spec import ExperimentSpec
 
-__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "run_metrics", "seed_summary", "predict", "predict_all",
-           "recorded_request_errors"]
+__all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "run_metrics", "seed_summary", "predict", "predict_cases",
+           "predict_all", "recorded_request_errors"]
 
 QUICK_SCALE = 0.1
 _APART = 1e6  # s between stage starts in the generated ladder, before the drained starts replace them
@@ -59,8 +59,8 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
     """The :class:`~smetric.cluster.ClusterConfig` of ``spec``'s cluster as router ``label`` sees it, with the router's
     own ``cluster`` keys over the spec's (``engine``: a serving-stack row name or
     :class:`~smetric.cluster.serving_stack.ServingStack` instead of the spec's own)."""
-    from ...cluster.config import ClusterConfig
-    from ...cluster.serving_stack import parse
+    from ..cluster.config import ClusterConfig
+    from ..cluster.serving_stack import parse
 
     router = spec.routers[label]
     c = {**spec.cluster, **router.get("cluster", {})}
@@ -68,7 +68,7 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
     if engine is not None:
         extra["engine"] = parse(engine) if isinstance(engine, str) else engine
     if "router_info" in router:
-        from ...cluster.router_info import RouterInfo
+        from ..cluster.router_info import RouterInfo
 
         extra["router"] = RouterInfo(**router["router_info"])
     return ClusterConfig(model=c["model"], gpu=c["gpu"], tp=int(c["tp"]), n_instances=int(c["instances"]),
@@ -85,7 +85,7 @@ def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed
     """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage; ``seed``: the
     run's trace seed (default ``workload.seed``); ``engine``: a serving-stack row instead of the spec's
     (:func:`cluster_for`)."""
-    from ...cluster.simulate import simulate
+    from ..cluster.simulate import simulate
 
     load = _scaled_load(spec.load, QUICK_SCALE if quick else 1.0)
     kind, params = spec.workload["kind"], dict(spec.workload["params"])
@@ -127,7 +127,7 @@ def recorded_request_errors(spec: ExperimentSpec, *, quick: bool = False, label:
     """A ``recorded-requests`` spec replayed (router ``label``, default the baseline) and paired with the recorded
     run request by request: the per-request table (:func:`.metrics.recorded_request_table`) and its summary, with
     LLMServingSim's published signed errors on the same run (``lss_median_error``, ``lss_mean_error``) beside it."""
-    from ...workload.recorded import bundle_of
+    from ..workload.recorded import bundle_of
 
     if spec.workload["kind"] != "recorded-requests":
         raise ValueError(f"{spec.path}: workload.kind: request-by-request scoring needs recorded-requests, "
@@ -198,35 +198,50 @@ def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = N
                     .mean(skipna=False).items()} for label in spec.routers}
 
 
-def _predict_chunk(paths: list[str], quick: bool, engine=None) -> dict:
-    from .spec import load_specs
+def _predict_chunk(cases: list[tuple[str, object]], quick: bool) -> list:
+    """A worker's share of :func:`predict_cases`: ``(spec path, engine)`` pairs, one replay cache."""
+    from .spec import load_spec
 
     cache: dict = {}
-    return {spec.name: predict(spec, quick=quick, cache=cache, engine=engine) for spec in load_specs(paths)}
+    return [predict(load_spec(path), quick=quick, cache=cache, engine=engine) for path, engine in cases]
+
+
+def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool = False, jobs: int = 1,
+                  progress: bool = False) -> list[dict[str, dict[str, float]]]:
+    """Predicted metrics of each ``(spec, engine)`` case, in order: ``{router: {metric: value}}`` (``engine``: a
+    serving-stack row, by name, as ``ROW:FIELD=VALUE,...`` or a :class:`ServingStack`, instead of the spec's own;
+    ``None``: the spec's own). ``jobs`` worker processes; cases that share a ladder and an engine go to the same
+    worker, so its replays are shared."""
+    from tqdm.auto import tqdm
+
+    if jobs <= 1 or len(cases) <= 1:
+        cache: dict = {}
+        return [predict(spec, quick=quick, cache=cache, engine=engine)
+                for spec, engine in tqdm(cases, desc="validate", unit="spec", disable=not progress)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    groups: dict[str, list[int]] = {}
+    for i, (spec, engine) in enumerate(cases):  # one group per workload + cluster + engine: one ladder replays once
+        key = json.dumps([spec.workload, spec.cluster, engine], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(i)
+    chunks: list[list[int]] = [[] for _ in range(jobs)]
+    for members in sorted(groups.values(), key=len, reverse=True):
+        min(chunks, key=len).extend(members)
+    chunks = [c for c in chunks if c]
+    out: list = [None] * len(cases)
+    with ProcessPoolExecutor(jobs) as pool:
+        parts = pool.map(_predict_chunk, [[(cases[i][0].path, cases[i][1]) for i in c] for c in chunks],
+                         [quick] * len(chunks))
+        for chunk, part in tqdm(zip(chunks, parts), total=len(chunks), desc="validate", unit="worker",
+                                disable=not progress):
+            for i, predicted in zip(chunk, part):
+                out[i] = predicted
+    return out
 
 
 def predict_all(specs: Sequence[ExperimentSpec], *, quick: bool = False, jobs: int = 1, progress: bool = False,
                 engine=None) -> dict[str, dict[str, dict[str, float]]]:
-    """Predicted metrics of every spec: ``{experiment: {router: {metric: value}}}`` (``jobs`` worker processes;
-    specs that share a ladder go to the same worker so its replays are shared; ``engine``: a serving-stack row,
-    by name or ``ROW:FIELD=VALUE,...``, for every spec instead of its own)."""
-    from tqdm.auto import tqdm
-
-    if jobs <= 1 or len(specs) <= 1:
-        cache: dict = {}
-        return {spec.name: predict(spec, quick=quick, cache=cache, engine=engine)
-                for spec in tqdm(specs, desc="validate", unit="spec", disable=not progress)}
-    from concurrent.futures import ProcessPoolExecutor
-
-    groups: dict[str, list[str]] = {}
-    for spec in specs:  # one group per workload + cluster: the specs of one ladder replay once
-        groups.setdefault(json.dumps([spec.workload, spec.cluster], sort_keys=True, default=str), []).append(spec.path)
-    chunks = [[] for _ in range(jobs)]
-    for paths in sorted(groups.values(), key=len, reverse=True):
-        min(chunks, key=len).extend(paths)
-    out: dict = {}
-    with ProcessPoolExecutor(jobs) as pool:
-        for part in tqdm(pool.map(_predict_chunk, [c for c in chunks if c], [quick] * jobs, [engine] * jobs),
-                         total=sum(1 for c in chunks if c), desc="validate", unit="worker", disable=not progress):
-            out.update(part)
-    return {spec.name: out[spec.name] for spec in specs}
+    """Predicted metrics of every spec: ``{experiment: {router: {metric: value}}}`` (:func:`predict_cases` with one
+    ``engine`` for every spec, ``None``: each spec's own)."""
+    predicted = predict_cases([(spec, engine) for spec in specs], quick=quick, jobs=jobs, progress=progress)
+    return {spec.name: p for spec, p in zip(specs, predicted)}
