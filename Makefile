@@ -19,9 +19,11 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# Execute every figure notebook (full size) into figures/ and the committed notebooks.
+# Execute every figure notebook (full size) into figures/ and the committed notebooks, then rewrite the README's
+# and docs/'s generated tables from that record.
 figures: $(STAMP)
 	$(VENV)/bin/smetric reproduce
+	$(VENV)/bin/python -m smetric.docs_pages
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check smetric tests benchmarks notebooks

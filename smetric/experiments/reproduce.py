@@ -231,9 +231,9 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
     ``update_record``; a run with ``params`` otherwise writes its figures to ``build/figures/`` (unless
     ``SMETRIC_FIGURES`` says otherwise). ``write_back=False`` never writes notebooks back. The runtime table
     is also written to ``build/runtimes.csv`` (a record run keeps it in ``figures/runtimes.csv``:
-    :func:`record_runtimes`), the figures' claim verdicts are joined into ``claims.csv`` beside the figures, and a
-    record run into ``figures/`` regenerates the README's and ``docs/``'s generated blocks
-    (:func:`smetric.docs_pages.write`).
+    :func:`record_runtimes`), and the figures' claim verdicts are joined into ``claims.csv`` beside the figures.
+    The README's and ``docs/``'s generated blocks are rewritten from the record by ``python -m smetric.docs_pages``
+    (``make figures`` runs both).
     """
     from tqdm.auto import tqdm
 
@@ -275,10 +275,6 @@ def reproduce(only: list[str] | None = None, params: dict | None = None, quick: 
     table.to_csv(context.build_dir / "runtimes.csv", index=False)
     if record:
         record_runtimes(table, time.perf_counter() - start if only is None else None, context.figures())
-        if (context.data_dir / "paper_claims.csv").exists() and context.figures() == context.root / "figures":
-            from ..docs_pages import write as write_docs
-
-            write_docs(context.root)  # the README's and docs/'s tables describe the record just written
     return table
 
 
