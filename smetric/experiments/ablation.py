@@ -76,11 +76,22 @@ SENSITIVITY_BASELINES = ("lmetric", "dynamo", "least-load")
 #: (probe, 1 seed: 30B serves 48 within SLO and collapses by 56-60; 235B peaks near 40 and is past its knee at 48).
 _DEFAULT_RPM = {"30b": (44.0, 48.0, 52.0, 56.0), "235b": (34.0, 40.0, 44.0, 48.0)}
 _DEFAULT_MINUTES = {"30b": 5.0, "235b": 10.0}
+#: A gain without a ratio (a zero denominator at some seed): no interval, undetermined.
+_NO_INTERVAL = Interval(np.nan, np.nan, np.nan, 0)
 
 
 def peak_goodput(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
     """Peak goodput (max over the load grid) of each ``by`` group."""
     return frame.groupby(list(by), sort=False)["goodput_tps"].max()
+
+
+def _ratio_interval(num: pd.Series, den: pd.Series, name: str) -> tuple[Interval, str]:
+    """The paired interval of the per-seed ``num / den - 1`` and a note: where ``den`` (named ``name``) has no
+    goodput at some seed there is no ratio -- a NaN interval of n 0 (undetermined), the note names the seeds."""
+    empty = sorted(int(s) for s in den.index.get_level_values("seed")[~(den > 0).to_numpy()])
+    if empty:
+        return _NO_INTERVAL, f"{name} has no goodput at seed(s) {empty}: no ratio, undetermined"
+    return gain_interval(num / den - 1.0), ""
 
 
 # ---------------------------------------------------------------------------- fig09 ablation
@@ -132,16 +143,14 @@ def _gains(frame: pd.DataFrame) -> pd.DataFrame:
     peaks = peak_goodput(frame, ["testbed", "seed", "variant"]).unstack("variant")
     for testbed, sub in peaks.groupby(level="testbed", sort=False):
         for claim, component, context, src, dst, primary in _STEPS:
-            empty = sorted(int(s) for s in sub.index.get_level_values("seed")[~(sub[src] > 0).to_numpy()])
             per_seed = sub[dst] / sub[src] - 1.0
-            iv = gain_interval(per_seed) if not empty else Interval(np.nan, np.nan, np.nan, 0)
-            note = f"'{src}' has no goodput at seed(s) {empty}: no ratio, undetermined" if empty else ""
+            iv, note = _ratio_interval(sub[dst], sub[src], f"'{src}'")
             rows.append({"testbed": testbed, "claim_id": claim, "component": component,
                          "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
                          "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
                          "ci_low": iv.low, "ci_high": iv.high,
-                         "gain_min": per_seed.min() if not empty else np.nan,
-                         "gain_max": per_seed.max() if not empty else np.nan,
+                         "gain_min": per_seed.min() if not note else np.nan,
+                         "gain_max": per_seed.max() if not note else np.nan,
                          "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
     return pd.DataFrame(rows)
 
@@ -178,7 +187,7 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
         if missing:
             raise ValueError(f"{claim} is judged on {order}; the frame has no {missing}")
         sub = sub.set_index("testbed").loc[order].reset_index()
-        intervals = [_as_interval(r) for r in sub.itertuples()]
+        intervals = [_as_interval(r.gain, r.ci_low, r.ci_high, r.n_seeds) for r in sub.itertuples()]
         columns = claim_columns(intervals, paper_value(claim), points=order,
                                 comparators=[f"{r.from_variant}" for r in sub.itertuples()])
         measured = "; ".join(_interval_text(r, paper=True) for r in sub.itertuples())
@@ -198,9 +207,9 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def _as_interval(r) -> Interval:
-    """The :class:`Interval` stored in one :func:`ablation_gains` row."""
-    return Interval(float(r.gain), float(r.ci_low), float(r.ci_high), int(r.n_seeds), "t", 0.95)
+def _as_interval(mean: float, low: float, high: float, n: int) -> Interval:
+    """The :class:`Interval` (paired 95 % t) a gain table stores in four columns."""
+    return Interval(float(mean), float(low), float(high), int(n))
 
 
 def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
@@ -341,18 +350,14 @@ def _sensitivity_rows(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
             means = theirs.groupby(level="policy").mean().sort_index()
             own = peaks.loc[(d_hit, d_slack, scale)].reindex(mine.index)
             keeps = (gain_interval(mine / own - 1.0) if (own > 0).all() and knob != "slo_scale"
-                     else Interval(np.nan, np.nan, np.nan, 0))
+                     else _NO_INTERVAL)
             for name in (list(means.index) if each else [comparator]):
-                paired = theirs.loc[name].reindex(mine.index)
-                empty = sorted(int(s) for s in paired.index[~(paired > 0).to_numpy()])
-                iv = gain_interval(mine / paired - 1.0) if not empty else Interval(np.nan, np.nan, np.nan, 0)
+                iv, note = _ratio_interval(mine, theirs.loc[name].reindex(mine.index), name)
                 rows.append({"knob": knob, "value": key[pos], "slo_scale": scale, "smetric_peak": mine.mean(),
                              "default_peak": own.mean(), "retention_mean": keeps.mean, "retention_low": keeps.low,
                              "retention_high": keeps.high, "retention_n": keeps.n, "best_baseline": name,
                              "best_baseline_peak": means[name], "gain_vs_best": iv.mean, "ci_low": iv.low,
-                             "ci_high": iv.high, "n_seeds": iv.n,
-                             "note": f"{name} has no goodput at seed(s) {empty}: no ratio, undetermined" if empty
-                             else ""})
+                             "ci_high": iv.high, "n_seeds": iv.n, "note": note})
     out = pd.DataFrame(rows).sort_values(["knob", "value"], kind="stable", ignore_index=True)
     rel = out["smetric_peak"] / out["default_peak"].where(out["default_peak"] > 0)
     out.insert(out.columns.get_loc("gain_vs_best"), "rel_to_default", rel)
@@ -386,8 +391,7 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     (:data:`RETENTION_CLAIM`), Holm over the changes."""
     _one_workload(summary, "sensitivity_claims")
     cond = _conditions(summary)
-    intervals = [Interval(float(r.gain_vs_best), float(r.ci_low), float(r.ci_high), int(r.n_seeds), "t", 0.95)
-                 for r in cond.itertuples()]
+    intervals = [_as_interval(r.gain_vs_best, r.ci_low, r.ci_high, r.n_seeds) for r in cond.itertuples()]
     columns = claim_columns(intervals, paper_value("C17_robustness"), points=list(cond["condition"]),
                             comparators=list(cond["best_baseline"]))
 
@@ -408,8 +412,8 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     rows = [{"claim_id": "C17_robustness", "reproduced": measured, "reason": reason, **columns}]
     hyper = cond[~cond["is_default"] & cond["knob"].isin(["hit_ratio", "slack"])]
     if not hyper.empty:
-        keeps = [Interval(float(r.retention_mean), float(r.retention_low), float(r.retention_high),
-                          int(r.retention_n), "t", 0.95) for r in hyper.itertuples()]
+        keeps = [_as_interval(r.retention_mean, r.retention_low, r.retention_high, r.retention_n)
+                 for r in hyper.itertuples()]
         kept = claim_columns(keeps, paper_value(RETENTION_CLAIM), points=list(hyper["condition"]),
                              comparators=["smetric default"] * len(keeps))
         text = "; ".join(f"{r.condition}: {1 + r.retention_mean:.1%} of the default peak "

@@ -39,6 +39,7 @@ from .verdicts import (
     PaperValue,
     combine_verdicts,
     parse_paper_value,
+    percent,
     row_points,
     row_verdict,
 )
@@ -199,10 +200,6 @@ def collect_row_claims(outdir: str | Path | None = None) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ README tables
-def _pct(x) -> str:
-    return "" if pd.isna(x) else f"{100 * x:+.1f}"
-
-
 def _bold(v: str) -> str:
     return f"**{v}**" if v == "reproduced" else v
 
@@ -225,7 +222,7 @@ def _comparative_table(table: pd.DataFrame, measured: str) -> list[str]:
         paper = _paper_text(r)
         flag = r.get("paper_detectable")
         detectable = "—" if pd.isna(flag) else "yes" if str(flag) == "True" else "**no**"
-        ci = f"{_pct(r['gain_mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}] ({int(r['n_seeds'])})"
+        ci = f"{percent(r['gain_mean'])} [{percent(r['ci_low'])}, {percent(r['ci_high'])}] ({int(r['n_seeds'])})"
         corrected = "" if r["verdict"] == r["verdict_uncorrected"] else f" ({r['verdict_uncorrected']})"
         lines.append(f"| {r['claim_id']} | {r['point'] if pd.notna(r['point']) else ''} | {r['figure'][3:]} | "
                      f"{paper} | {r['comparator'] if pd.notna(r['comparator']) else ''} | {ci} | "
@@ -269,8 +266,8 @@ def _measured_text(points: pd.DataFrame) -> str:
         return "" if pd.isna(first.get("band_low")) else f"band [{first['band_low']:g}, {first['band_high']:g}]"
     vs = ", ".join(points["comparator"].dropna().astype(str).unique())
     if len(points) == 1:
-        return f"{_pct(first['gain_mean'])} % [{_pct(first['ci_low'])}, {_pct(first['ci_high'])}] vs {vs}"
-    return (f"{len(points)} points, {_pct(points['gain_mean'].min())} … {_pct(points['gain_mean'].max())} % "
+        return f"{percent(first['gain_mean'])} % [{percent(first['ci_low'])}, {percent(first['ci_high'])}] vs {vs}"
+    return (f"{len(points)} points, {percent(points['gain_mean'].min())} … {percent(points['gain_mean'].max())} % "
             f"vs {vs}")
 
 

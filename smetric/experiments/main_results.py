@@ -69,7 +69,7 @@ __all__ = [
     "pd_prefill_vs_load", "latency_distributions", "latency_point", "screening_table", "comparators", "anchor_table",
     "paper_load_gains",
     "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
-    "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
+    "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims", "table_text",
 ]
 
 ANCHOR_MULTIPLIER = 8.0  # the paper's load level put at the best baseline's peak (module docstring)
@@ -85,6 +85,11 @@ SENSITIVITY = {"workload long-context": ({"preset": "long-context"}, {}),
 DEFAULT = "default"  # the variant name of the testbed defaults
 _PANEL = ["testbed", "workload", "variant"]
 _QUANTILES = np.round(np.linspace(0.0, 1.0, 201), 3)
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """A table as figs. 6-8 print it in their findings: no index, 3 decimals below 10, whole numbers above."""
+    return table.to_string(index=False, float_format=lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}")
 
 
 def select_testbeds(testbeds: Sequence[str] = ("30b", "235b"), model: str | None = None) -> list[str]:
@@ -452,6 +457,24 @@ def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes
                  sizes=sizes, size_order=here, marker="o", markersize=4, ax=ax, legend=legend, seed=0)
 
 
+def _finish(fig, axes, order: list, title: str, legend_title: str = "policy"):
+    """Move the policy legends of ``axes`` into one beside the figure (the policies of ``order`` they show, in that
+    order; other entries such as SLO lines stay out), add the ``title`` and lay the figure out; returns it."""
+    handles = {}
+    for ax in axes:
+        if ax.get_legend() is not None:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+            ax.get_legend().remove()
+    keep = [lab for lab in order if lab in handles]
+    fig.legend([handles[k] for k in keep], keep, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
+               title=legend_title)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] = PAPER_POINTS):
     """Fig. 6: one panel per (workload row, testbed column) of seed-mean goodput vs offered load, SMETRIC and the
     kept baselines; dotted lines mark the paper's load levels, anchored at the best baseline's peak (8x)."""
@@ -481,19 +504,7 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
                                 textcoords="offset points", fontsize=7, color="0.35", rotation=90, va="top")
             ax.set(xlabel="offered load (requests / min / instance)", ylabel="goodput (k tokens/s within SLO)",
                    ylim=(0, None), title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
-    handles = {}
-    for ax in axes.flat:
-        if ax.get_legend() is not None:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(lab, h)
-            ax.get_legend().remove()
-    keep = [lab for lab in order if lab in handles]
-    fig.legend([handles[k] for k in keep], keep, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
-               title="policy (kept baselines)")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, axes.flat, order, title, legend_title="policy (kept baselines)")
 
 
 def plot_splits(df: pd.DataFrame, title: str = ""):
@@ -518,14 +529,7 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
                    title=row_title(workload, split) + (" (chosen: best baseline goodput)" if j == 0 else ""))
         for ax in axes[len(splits):]:
             ax.set_visible(False)
-    first = rows[0][2][0]
-    handles, labels = first.get_legend_handles_labels()
-    first.get_legend().remove()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, title="policy")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, [rows[0][2][0]], order, title)
 
 
 def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: float = 1.0):
@@ -556,15 +560,7 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
             ax.set(xscale="log", xlabel=f"{label}, log scale", ylabel="CDF of requests", ylim=(0, 1.01),
                    title=f"{label.split(' (')[0]}: {where}")
             ax.text(slo, 0.03, " " + slo_label, fontsize=7, color="0.3", rotation=90, va="bottom")
-    fig.suptitle("Latency at a high load")
-    last = rows[0][2][-1]
-    handles, labels = last.get_legend_handles_labels()
-    last.get_legend().remove()
-    keep = [i for i, lab in enumerate(labels) if lab in palette]
-    fig.legend([handles[i] for i in keep], [labels[i] for i in keep], loc="center left",
-               bbox_to_anchor=(1.0, 0.5), frameon=False, title="policy")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, [rows[0][2][-1]], order, "Latency at a high load")
 
 
 # ---------------------------------------------------------------------------------------- claims

@@ -25,7 +25,6 @@ from .verdicts import (
     claim_columns,
     gain_interval,
     paired_gains,
-    parse_paper_value,
     percent,
     point_table,
     point_verdict,
@@ -42,6 +41,7 @@ __all__ = [
     "router_info",
     "adjust_map",
     "short_names",
+    "row_label",
     "Variant",
     "knee_anchor",
     "one_at_a_time",
@@ -169,13 +169,11 @@ class ClaimSpec:
             raise ValueError("ClaimSpec.points (labels in the paper's order) go with statistic='points' only")
         paper = self.paper
         if paper is None:
-            from .claims import paper_claims
+            from .claims import paper_claims, paper_value
 
-            table = paper_claims()
-            if self.claim_id not in table.index:
+            if self.claim_id not in paper_claims().index:
                 raise ValueError(f"unknown claim {self.claim_id!r}; see data/paper_claims.csv")
-            row = table.loc[self.claim_id]
-            paper = parse_paper_value(row["paper_value"], row["unit"])
+            paper = paper_value(self.claim_id)
             object.__setattr__(self, "paper", paper)
         if paper.kind not in ("gain", "lower bound", "upper bound"):
             raise ValueError(f"{self.claim_id}: a {paper.kind!r} paper value has no per-cell rule")
@@ -256,6 +254,11 @@ def short_names(table: pd.DataFrame) -> dict[str, str]:
     return {name: ", ".join(one(p) for p in name.split(", ")) for name in dict.fromkeys(table["variant"])}
 
 
+def row_label(claim_id: str, point: str) -> str:
+    """A map row's label: ``C12_gain_vs_load @ 8x``, or the claim alone for a one-point claim."""
+    return f"{claim_id} @ {point}" if point else claim_id
+
+
 def plot_robustness(table: pd.DataFrame, title: str = ""):
     """Heat map of a robustness map (:func:`adjust_map`): one row per claim (and point), one column per variant;
     colour = verdict (the corrected one where the table has ``verdict_uncorrected``; a cell whose uncorrected
@@ -294,7 +297,7 @@ def plot_robustness(table: pd.DataFrame, title: str = ""):
     first = table.drop_duplicates("variant").set_index("variant")
     short = short_names(table)
     ax.set_xticks(range(len(cols)), [short[v] for v in cols], fontsize=7, rotation=35, ha="right")
-    ax.set_yticks(range(len(rows)), [f"{c} @ {p}" if p else c for c, p in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [row_label(c, p) for c, p in rows], fontsize=7)
     ax.set_xticks(np.arange(-0.5, len(cols)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(rows)), minor=True)
     ax.grid(which="minor", color="white", lw=2)

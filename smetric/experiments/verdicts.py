@@ -157,16 +157,16 @@ def seed_peaks(frame: pd.DataFrame, value: str = "goodput_tps", over: str = "rpm
         raise ValueError(f"seed_peaks: frame has no column(s) {missing}")
     if how not in ("mean", "seed"):
         raise ValueError(f"seed_peaks: how must be 'mean' or 'seed', got {how!r}")
+    if how == "mean" and seed not in keys:
+        raise ValueError(f"seed_peaks: how='mean' needs the seed column {seed!r} among keys {keys}")
     frame = frame.sort_values(over, kind="stable")
     if how == "seed":
-        idx = frame.groupby(keys, sort=False)[value].idxmax()
-        return frame.loc[idx, [*keys, over, value]].rename(columns={over: f"peak_{over}"}).reset_index(drop=True)
-    if seed not in keys:
-        raise ValueError(f"seed_peaks: how='mean' needs the seed column {seed!r} among keys {keys}")
-    outer = [k for k in keys if k != seed]
-    curve = frame.groupby([*outer, over], sort=False, as_index=False)[value].mean()
-    at = curve.loc[curve.groupby(outer, sort=False)[value].idxmax(), [*outer, over]]
-    picked = frame.merge(at, on=[*outer, over])
+        picked = frame.loc[frame.groupby(keys, sort=False)[value].idxmax()]
+    else:
+        outer = [k for k in keys if k != seed]
+        curve = frame.groupby([*outer, over], sort=False, as_index=False)[value].mean()
+        at = curve.loc[curve.groupby(outer, sort=False)[value].idxmax(), [*outer, over]]
+        picked = frame.merge(at, on=[*outer, over])
     return picked[[*keys, over, value]].rename(columns={over: f"peak_{over}"}).reset_index(drop=True)
 
 
@@ -200,8 +200,7 @@ def paired_gains(frame: pd.DataFrame, value: str = "goodput_tps", *, by: Sequenc
         raise ValueError("paired_gains: no baseline policy in the frame")
     if not (frame[policy] == ours).any():
         raise ValueError(f"paired_gains: no rows of {ours!r}")
-    group = by or None
-    groups = [((), frame)] if group is None else list(frame.groupby(by, sort=True))
+    groups = list(frame.groupby(by, sort=True)) if by else [((), frame)]
     rows = []
     for key, sub in groups:
         key = key if isinstance(key, tuple) else (key,)
@@ -321,42 +320,31 @@ def min_detectable_effect(se: float, n: int, power: float = 0.8, alpha: float = 
     return float((stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) * se)
 
 
-def _adjust_input(pvalues: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _adjusted(pvalues: Sequence[float], step) -> np.ndarray:
+    """``pvalues`` adjusted by ``step`` (the ascending finite p-values -> their monotone adjusted values), capped
+    at 1; NaN entries stay NaN and do not count among the hypotheses."""
     p = np.asarray(pvalues, dtype=np.float64)
     ok = np.isfinite(p)
     if ((p[ok] < 0) | (p[ok] > 1)).any():
         raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
-    return p, ok
+    q = p[ok]
+    order = np.argsort(q, kind="stable")
+    res = np.empty(q.size)
+    res[order] = np.minimum(step(q[order]), 1.0)
+    out = np.full(p.shape, np.nan)
+    out[ok] = res
+    return out
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN entries stay NaN and do not
     count among the hypotheses."""
-    p, ok = _adjust_input(pvalues)
-    out = np.full(p.shape, np.nan)
-    q = p[ok]
-    order = np.argsort(q, kind="stable")
-    m = q.size
-    adj = np.maximum.accumulate((m - np.arange(m)) * q[order]) if m else q
-    res = np.empty(m)
-    res[order] = np.minimum(adj, 1.0)
-    out[ok] = res
-    return out
+    return _adjusted(pvalues, lambda q: np.maximum.accumulate((q.size - np.arange(q.size)) * q))
 
 
 def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (false-discovery rate, step-up, capped at 1); NaN entries stay NaN."""
-    p, ok = _adjust_input(pvalues)
-    out = np.full(p.shape, np.nan)
-    q = p[ok]
-    m = q.size
-    order = np.argsort(q, kind="stable")
-    ranked = q[order] * m / np.arange(1, m + 1)
-    adj = np.minimum.accumulate(ranked[::-1])[::-1] if m else ranked
-    res = np.empty(m)
-    res[order] = np.minimum(adj, 1.0)
-    out[ok] = res
-    return out
+    return _adjusted(pvalues, lambda q: np.minimum.accumulate((q * q.size / np.arange(1, q.size + 1))[::-1])[::-1])
 
 
 # ------------------------------------------------------------------------------------------ rules

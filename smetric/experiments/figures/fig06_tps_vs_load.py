@@ -11,8 +11,6 @@ from .. import main_results as mr
 from .. import workload_rows as wr
 from ..figure import FigureParams, param
 
-_FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
-
 
 @dataclass(frozen=True)
 class Params(FigureParams):
@@ -83,7 +81,7 @@ def findings(df: pd.DataFrame) -> str:
              ("Paired per-seed peak gains", mr.peak_gains(df[df["variant"] == mr.DEFAULT])),
              ("C13 sensitivity on 30B (one change each; the verdict of C13 comes from the default row)",
               mr.sensitivity_table(df))]
-    return "\n\n".join(f"{title}:\n{table.to_string(index=False, **_FMT)}" for title, table in parts if not table.empty)
+    return "\n\n".join(f"{title}:\n{mr.table_text(table)}" for title, table in parts if not table.empty)
 
 
 claims = mr.main_result_claims

@@ -11,8 +11,6 @@ from .. import workload_rows as wr
 from ..figure import FigureParams, param
 from ..screening import SCREEN_SEEDS
 
-_FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
-
 
 @dataclass(frozen=True)
 class Params(FigureParams):
@@ -68,9 +66,9 @@ def findings(df: pd.DataFrame) -> str:
         parts.append(f"{workload}: {sub['rpm_per_instance'].nunique()} loads "
                      f"({'/'.join(f'{x:g}' for x in sorted(sub['rpm_per_instance'].unique()))} rpm/instance)\n"
                      f"Rule: {choice.rule}\nChosen: {choice.chosen} (the prefill-TPS rule picks "
-                     f"{mr.split_table(sub, 'prefill_tps').chosen})\n\n" + choice.table.to_string(index=False, **_FMT)
+                     f"{mr.split_table(sub, 'prefill_tps').chosen})\n\n" + mr.table_text(choice.table)
                      + "\n\nSMETRIC vs every baseline in every split:\n"
-                     + mr.split_table(sub, each=True).table.to_string(index=False, **_FMT))
+                     + mr.table_text(mr.split_table(sub, each=True).table))
     return "\n\n".join(parts)
 
 

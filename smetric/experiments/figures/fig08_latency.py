@@ -11,8 +11,6 @@ from .. import workload_rows as wr
 from ..figure import FigureParams, param
 from ..screening import SCREEN_SEEDS
 
-_FMT = {"float_format": lambda x: f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}"}
-
 
 @dataclass(frozen=True)
 class Params(FigureParams):
@@ -64,11 +62,10 @@ def findings(df: pd.DataFrame) -> str:
     parts = []
     for workload, sub in wr.workload_frames(df):
         parts.append(f"{workload} at {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance:\n"
-                     + mr.latency_table(sub).to_string(index=False, **_FMT)
+                     + mr.table_text(mr.latency_table(sub))
                      + "\n\nPaired p50 changes vs the comparator (best screening-seed goodput):\n"
-                     + mr.latency_changes(sub).to_string(index=False, **_FMT)
-                     + "\n\nThe same vs every baseline:\n"
-                     + mr.latency_changes(sub, each=True).to_string(index=False, **_FMT) + "\n")
+                     + mr.table_text(mr.latency_changes(sub)) + "\n\nThe same vs every baseline:\n"
+                     + mr.table_text(mr.latency_changes(sub, each=True)) + "\n")
     return "\n".join(parts)
 
 

@@ -51,6 +51,7 @@ from ..robustness import (
     knee_anchor,
     one_at_a_time,
     plot_robustness,
+    row_label,
     short_names,
     variant_setup,
 )
@@ -236,10 +237,6 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
          **{a: first[a] for a in AXES}})}
 
 
-def _label(row) -> str:
-    return f"{row['claim_id']} @ {row['point']}" if row["point"] else row["claim_id"]
-
-
 def findings(df: pd.DataFrame) -> str:
     """One sentence per claim (and C12 point): the variants where it holds (reproduced or direction only)
     and where it fails (inconclusive, smaller than claimed or contradicted), from the table's corrected
@@ -257,7 +254,7 @@ def findings(df: pd.DataFrame) -> str:
 
         held = f"holds when {names(holds)}" if len(holds) else "holds in no variant"
         failed = f"fails when {names(fails)}" if len(fails) else "fails in no variant"
-        lines.append(f"{_label(first)}: {held}; {failed}.")
+        lines.append(f"{row_label(first['claim_id'], first['point'])}: {held}; {failed}.")
     return "\n".join(lines)
 
 
