@@ -112,14 +112,16 @@ def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24
                     name="short-long-stream")
 
 
-def _discipline(queue: str, estimator: str) -> QueueDiscipline:
-    if queue == "fcfs":
-        return QueueDiscipline("fcfs")
-    return QueueDiscipline(queue, beta=PRIORITY_BETA, estimator=estimator)
+def _measure(served: Workload, queue: str, estimator: str, router: str, seed: int, since: float,
+             **cluster) -> dict:
+    """The figure's metrics of ``served`` routed by ``router`` on the 30B testbed (``cluster``: more
+    :func:`~smetric.testbeds.paper_cluster` keywords) under one queue configuration, over the requests scheduled
+    at or after ``since``."""
+    from ..cluster.simulate import simulate
 
-
-def _measure(result, served: Workload, since: float) -> dict:
-    """The figure's metrics of one run, over the requests scheduled at or after ``since``."""
+    discipline = QueueDiscipline("fcfs") if queue == "fcfs" else \
+        QueueDiscipline(queue, beta=PRIORITY_BETA, estimator=estimator)
+    result = simulate(served, paper_cluster("30b", queue=discipline, **cluster), router, seed=seed, progress=False)
     summary = result.summary(since=since)
     kpis = result.kpis(since=since)
     rq = result.measured(since)
@@ -153,26 +155,20 @@ def _measure(result, served: Workload, since: float) -> dict:
 def _stream_point(short_rate: float, queue: str, estimator: str, share: float, seed: int, *, duration: float,
                   long_every: float, output_sigma: float, warmup_frac: float) -> dict:
     """One queue configuration on one 30B instance fed :func:`short_long_stream` (a sweep point)."""
-    from ..cluster.simulate import simulate
-
     served = with_priority(short_long_stream(seed, duration, short_rate, long_every, output_sigma=output_sigma),
                            share, seed=seed)
-    cluster = paper_cluster("30b", n_instances=1, global_store=None, queue=_discipline(queue, estimator))
-    result = simulate(served, cluster, "round-robin", seed=seed, progress=False)
-    return _measure(result, served, warmup_frac * duration)
+    return _measure(served, queue, estimator, "round-robin", seed, warmup_frac * duration, n_instances=1,
+                    global_store=None)
 
 
 def _cluster_point(rpm: float, queue: str, estimator: str, share: float, seed: int, *, n_instances: int,
                    minutes: float, warmup_frac: float, workload: str, router: str, reference_rpm: float) -> dict:
     """One queue configuration on the 30B testbed (open replay) fed the agent workload (a sweep point)."""
-    from ..cluster.simulate import simulate
-
-    cluster = paper_cluster("30b", n_instances=n_instances, replay="open", queue=_discipline(queue, estimator))
-    served = with_priority(agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm),
+    served = with_priority(agent_workload(n_instances, minutes, seed, rpm_per_instance=float(rpm),
                                           preset=workload, reference_rpm=float(reference_rpm)), share, seed=seed)
-    result = simulate(served, cluster, router, seed=seed, progress=False)
     t0, t1 = float(served.arrival.min()), float(served.arrival.max())
-    return _measure(result, served, t0 + warmup_frac * (t1 - t0))
+    return _measure(served, queue, estimator, router, seed, t0 + warmup_frac * (t1 - t0), n_instances=n_instances,
+                    replay="open")
 
 
 def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[int], warmup_frac: float) -> None:
