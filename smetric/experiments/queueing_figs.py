@@ -69,7 +69,8 @@ PROMISES = {
     "B3_priority_latency_lower": ("high-priority tier's latency lowered (relative to the normal tier, vs fcfs)",
                                   "robust", "tier_ratio", "lower"),
 }
-_KEYS = ["part", "workload", "regime", "share", "queue", "estimator"]
+_POINT = ["part", "workload", "regime", "share"]  # a point, where FCFS is the comparator
+_KEYS = [*_POINT, "queue", "estimator"]
 
 
 def gpu_time(requests: pd.DataFrame, coef: np.ndarray) -> np.ndarray:
@@ -182,10 +183,14 @@ def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[in
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
 
 
-def _grid(loads, shares, seeds, load_key):
-    """Seed outermost: consecutive points share a seed's generated workload (testbeds' cache)."""
-    return [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
+def _run(point, loads, shares, seeds, load_key: str, unit: str, shared: dict, jobs: int | None, **labels):
+    """``point`` at every load (column ``load_key``), queue configuration, share and seed, labelled with ``labels``
+    and ``regime`` (``"<load> <unit>"``). Seed outermost: consecutive points share a seed's generated workload
+    (testbeds' cache)."""
+    grid = [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
             for seed in seeds for x in loads for q, e in QUEUES for s in shares]
+    df = sweep(grid, point, shared=shared, jobs=jobs, on_error="raise")
+    return df.assign(**labels, regime=[f"{r:g} {unit}" for r in df[load_key]])
 
 
 def stream_comparison(short_rates: Sequence[float] = (16.0, 22.0), shares: Sequence[float] = (0.0, 0.2),
@@ -195,10 +200,8 @@ def stream_comparison(short_rates: Sequence[float] = (16.0, 22.0), shares: Seque
     _check(short_rates, shares, seeds, warmup_frac)
     shared = dict(duration=float(duration), long_every=float(long_every), output_sigma=float(output_sigma),
                   warmup_frac=float(warmup_frac))
-    df = sweep(_grid(short_rates, shares, seeds, "short_rate"), _stream_point, shared=shared, jobs=jobs,
-               on_error="raise")
-    return df.assign(part="stream", workload="short-long-stream",
-                     regime=[f"{r:g} shorts/s" for r in df["short_rate"]])
+    return _run(_stream_point, short_rates, shares, seeds, "short_rate", "shorts/s", shared, jobs, part="stream",
+                workload="short-long-stream")
 
 
 def cluster_comparison(loads: Sequence[float] = (64.0, 80.0), shares: Sequence[float] = (0.0, 0.2),
@@ -211,8 +214,8 @@ def cluster_comparison(loads: Sequence[float] = (64.0, 80.0), shares: Sequence[f
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
     shared = dict(n_instances=int(n_instances), minutes=float(minutes), warmup_frac=float(warmup_frac),
                   workload=workload, router=router, reference_rpm=float(max(loads)))
-    df = sweep(_grid(loads, shares, seeds, "rpm"), _cluster_point, shared=shared, jobs=jobs, on_error="raise")
-    return df.assign(part="cluster", workload=workload, regime=[f"{r:g} rpm/inst" for r in df["rpm"]])
+    return _run(_cluster_point, loads, shares, seeds, "rpm", "rpm/inst", shared, jobs, part="cluster",
+                workload=workload)
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -224,14 +227,13 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def _paired(df: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
     """Per point (every non-FCFS configuration) and seed: the promise's gain, paired with FCFS of that seed."""
-    keys = ["part", "workload", "regime", "share"]
-    base = df[df["queue"] == "fcfs"].set_index([*keys, "seed"])[metric]
+    base = df[df["queue"] == "fcfs"].set_index([*_POINT, "seed"])[metric]
     rows = df[df["queue"] != "fcfs"]
-    ref = base.reindex(pd.MultiIndex.from_frame(rows[[*keys, "seed"]])).to_numpy(dtype=float)
+    ref = base.reindex(pd.MultiIndex.from_frame(rows[[*_POINT, "seed"]])).to_numpy(dtype=float)
     ours = rows[metric].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(ref > 0, 1.0 - ours / ref if how == "lower" else ours / ref - 1.0, np.nan)
-    return rows[[*keys, "queue", "estimator", "seed"]].assign(gain=gain)
+    return rows[[*_KEYS, "seed"]].assign(gain=gain)
 
 
 def _label(key: tuple) -> str:
@@ -304,7 +306,7 @@ def queue_findings(df: pd.DataFrame, claims: pd.DataFrame) -> list[str]:
     """Plain-text findings: each configuration's seed means against FCFS, then each promise's verdicts."""
     table = comparison_table(df)
     lines = []
-    for (_, workload, regime, share), g in table.groupby(["part", "workload", "regime", "share"], sort=False):
+    for (_, workload, regime, share), g in table.groupby(_POINT, sort=False):
         base = g[g["queue"] == "fcfs"].iloc[0]
         for _, row in g[g["queue"] != "fcfs"].iterrows():
             lines.append(
