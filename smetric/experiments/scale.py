@@ -168,16 +168,15 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
     n_min = int(min(n_instances))
     screen = _sweep([{"n_instances": n_min, "seed": int(s),
                       "runs": tuple((c[0], c[1], c[2], p) for c in cells for p in baselines)}
-                     for s in screening_seeds], shared, jobs)
-    comp = comparators(screen.assign(screening=True))
+                     for s in screening_seeds], shared, jobs).assign(screening=True)
+    comp = comparators(screen)
     points = []
     for n in sorted(n_instances, reverse=True):
         for s in seeds:
             runs = tuple((label, rpm, k, p) for label, rpm, k in cells
                          for p in (policies if k == 1 and label in every_policy_loads else (OURS, comp[(label, k)])))
             points.append({"n_instances": int(n), "seed": int(s), "runs": runs})
-    frame = pd.concat([screen.assign(screening=True), _sweep(points, shared, jobs).assign(screening=False)],
-                      ignore_index=True)
+    frame = pd.concat([screen, _sweep(points, shared, jobs).assign(screening=False)], ignore_index=True)
     frame.insert(2, "screening", frame.pop("screening"))
     return frame.sort_values(["n_instances", "load", "router_replicas", "seed"], kind="stable", ignore_index=True)
 
@@ -222,11 +221,8 @@ def cell_gains(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values([*_CELL, "n_instances"], ignore_index=True)
 
 
-def _per_seed(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _per_seed(df: pd.DataFrame, n_min: int, n_max: int) -> dict[str, pd.DataFrame]:
     """rule -> per (load, replicas, seed): the rule's statistic (``stat``) and the comparator it used."""
-    n_min, n_max = int(df["n_instances"].min()), int(df["n_instances"].max())
-    if n_min == n_max:
-        raise ValueError(f"the scale rules need two instance counts, got only {n_min}")
     gp = _against(df, METRIC)
     q = _against(df, "queued_prefill_max_mean").xs(n_max, level="n_instances")
     lo, hi = gp.xs(n_min, level="n_instances"), gp.xs(n_max, level="n_instances")
@@ -243,7 +239,9 @@ def scale_claims(df: pd.DataFrame) -> pd.DataFrame:
     """The rules of :data:`RULES` judged per (load, replicas) cell: a tidy table, one row per rule and cell
     (:data:`~smetric.experiments.claims.TIDY_COLUMNS`; ``paper_value``/``unit`` hold the rule's bound)."""
     n_min, n_max = int(df["n_instances"].min()), int(df["n_instances"].max())
-    stats = _per_seed(df)
+    if n_min == n_max:
+        raise ValueError(f"the scale rules need two instance counts, got only {n_min}")
+    stats = _per_seed(df, n_min, n_max)
     parts = []
     for rule in RULES:
         per = stats[rule.claim_id].dropna(subset=["stat"])
