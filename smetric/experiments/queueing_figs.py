@@ -42,7 +42,7 @@ from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluste
 from ..workload.core import Workload
 from ..workload.priority import with_priority
 from .sweep import sweep
-from .verdicts import PaperValue, combine_verdicts, gain_interval, parse_paper_value, point_table
+from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
            "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",
@@ -250,8 +250,7 @@ def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
     """
     parts = []
     for claim, (words, paper_text, metric, how) in PROMISES.items():
-        paper = PaperValue("upper bound", ((STARVATION_BOUND, STARVATION_BOUND),), paper_text) \
-            if how == "ratio" else parse_paper_value(paper_text)
+        paper = parse_paper_value(paper_text, "relative change (upper bound)" if how == "ratio" else "")
         gains = _paired(df, metric, how).dropna(subset=["gain"])
         groups = [(key, g) for key, g in gains.groupby(_KEYS, sort=False) if len(g) >= 2]
         if not groups:
