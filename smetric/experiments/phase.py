@@ -214,20 +214,13 @@ def _from_trace(cells: pd.DataFrame) -> bool:
     return "turns_source" in cells.columns and bool((cells["turns_source"] == "trace").all())
 
 
-def _turns_text(median: float, mean: float, trace: bool) -> str:
-    """A turns value in words: the generator's median (mean), or the trace's own session length."""
-    if trace:
-        return f"trace (median {median:g} calls, mean {mean:.0f})"
-    return f"median {median:g} turns (mean {mean:.0f})"
-
-
 def _workload_findings(cells: pd.DataFrame) -> list[str]:
     """:func:`phase_findings` of one workload's cells, one sentence a line."""
     trace = _from_trace(cells)
     turns = dict(zip(cells["turns_median"], cells["mean_turns"]))
 
     def where(row):
-        length = "" if trace else f"{_turns_text(row.turns_median, row.mean_turns, False)}, "
+        length = "" if trace else f"median {row.turns_median:g} turns (mean {row.mean_turns:.0f}), "
         return f"{row.bandwidth_gbs:g} GB/s, {length}{row.rpm_per_instance:g} rpm/instance"
 
     counts = cells["regime"].value_counts()
@@ -264,12 +257,19 @@ def phase_findings(cells: pd.DataFrame) -> str:
     return "\n\n".join(blocks)
 
 
+def _heatmap(ax, values: pd.DataFrame, annot, title: str, ticks: list[str], ylabel: str, **style) -> None:
+    """One annotated heatmap panel of :func:`plot_phase` (bandwidth across, turns down)."""
+    import seaborn as sns
+
+    sns.heatmap(values, annot=annot, fmt="", ax=ax, linewidths=0.5, **style)
+    ax.set(title=title, xlabel="global-store GB/s per instance", ylabel=ylabel)
+    ax.set_yticklabels(ticks, rotation=0)
+
+
 def plot_phase(cells: pd.DataFrame):
     """One row of heatmaps per workload: one column per offered load of SMETRIC's gain over the best baseline
     (%; grey = overloaded), then one per load of SMETRIC's / the best baseline's fraction of the ideal goodput.
     A real trace's row has one turns value, its own sessions."""
-    import seaborn as sns
-
     from ..plotting import set_style
 
     set_style()
@@ -295,22 +295,16 @@ def plot_phase(cells: pd.DataFrame):
                      for m in grid(sub["gain"]).index]
             gain = grid(100 * sub["gain"])
             text = grid(np.where(sub["gain"].isna(), "x", (100 * sub["gain"]).map("{:+.0f}".format)))
-            ax = axes[col]
-            ax.set_facecolor("0.8")  # NaN cells (overloaded) stay grey
-            sns.heatmap(gain, annot=text, fmt="", cmap="RdBu", vmin=-lim, vmax=lim, center=0, ax=ax,
-                        cbar_kws={"label": "SMETRIC vs best baseline (%)"}, linewidths=0.5)
-            ax.set(title=row_title(workload, f"{rpm:g} requests / min / instance"),
-                   xlabel="global-store GB/s per instance", ylabel=ylabel)
-            ax.set_yticklabels(ticks, rotation=0)
+            axes[col].set_facecolor("0.8")  # NaN cells (overloaded) stay grey
+            _heatmap(axes[col], gain, text, row_title(workload, f"{rpm:g} requests / min / instance"), ticks, ylabel,
+                     cmap="RdBu", vmin=-lim, vmax=lim, center=0, cbar_kws={"label": "SMETRIC vs best baseline (%)"})
             frac = grid(sub["smetric_frac_ideal"])
             both = grid([f"{a:.2f}\n{b:.2f}" for a, b in zip(sub["smetric_frac_ideal"], sub["best_frac_ideal"])])
-            ax = axes[ncols + col]
-            sns.heatmap(frac, annot=both, fmt="", cmap="viridis", vmin=0, vmax=1, ax=ax, linewidths=0.5,
-                        annot_kws={"fontsize": 7}, cbar_kws={"label": "SMETRIC goodput / ideal"})
-            ax.set(title=f"{rpm:g} rpm/instance: fraction of ideal goodput\n(top SMETRIC, bottom best baseline)",
-                   xlabel="global-store GB/s per instance", ylabel=ylabel)
-            ax.set_yticklabels(ticks, rotation=0)
-            ax.title.set_fontsize(8)
+            _heatmap(axes[ncols + col], frac, both,
+                     f"{rpm:g} rpm/instance: fraction of ideal goodput\n(top SMETRIC, bottom best baseline)", ticks,
+                     ylabel, cmap="viridis", vmin=0, vmax=1, annot_kws={"fontsize": 7},
+                     cbar_kws={"label": "SMETRIC goodput / ideal"})
+            axes[ncols + col].title.set_fontsize(8)
     fig.suptitle("SMETRIC vs the best baseline of each cell, one row per workload\n"
                  f"(grey: overloaded, no policy meets the SLO for {SLO_FLOOR:.0%} of requests)", fontsize=10)
     fig.tight_layout()

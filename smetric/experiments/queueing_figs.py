@@ -42,7 +42,7 @@ from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluste
 from ..workload.core import Workload
 from ..workload.priority import with_priority
 from .sweep import sweep
-from .verdicts import PaperValue, combine_verdicts, gain_interval, parse_paper_value, point_table
+from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
            "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",
@@ -69,7 +69,8 @@ PROMISES = {
     "B3_priority_latency_lower": ("high-priority tier's latency lowered (relative to the normal tier, vs fcfs)",
                                   "robust", "tier_ratio", "lower"),
 }
-_KEYS = ["part", "workload", "regime", "share", "queue", "estimator"]
+_POINT = ["part", "workload", "regime", "share"]  # a point, where FCFS is the comparator
+_KEYS = [*_POINT, "queue", "estimator"]
 
 
 def gpu_time(requests: pd.DataFrame, coef: np.ndarray) -> np.ndarray:
@@ -112,14 +113,16 @@ def short_long_stream(seed: int, duration: float = 120.0, short_rate: float = 24
                     name="short-long-stream")
 
 
-def _discipline(queue: str, estimator: str) -> QueueDiscipline:
-    if queue == "fcfs":
-        return QueueDiscipline("fcfs")
-    return QueueDiscipline(queue, beta=PRIORITY_BETA, estimator=estimator)
+def _measure(served: Workload, queue: str, estimator: str, router: str, seed: int, since: float,
+             **cluster) -> dict:
+    """The figure's metrics of ``served`` routed by ``router`` on the 30B testbed (``cluster``: more
+    :func:`~smetric.testbeds.paper_cluster` keywords) under one queue configuration, over the requests scheduled
+    at or after ``since``."""
+    from ..cluster.simulate import simulate
 
-
-def _measure(result, served: Workload, since: float) -> dict:
-    """The figure's metrics of one run, over the requests scheduled at or after ``since``."""
+    discipline = QueueDiscipline("fcfs") if queue == "fcfs" else \
+        QueueDiscipline(queue, beta=PRIORITY_BETA, estimator=estimator)
+    result = simulate(served, paper_cluster("30b", queue=discipline, **cluster), router, seed=seed, progress=False)
     summary = result.summary(since=since)
     kpis = result.kpis(since=since)
     rq = result.measured(since)
@@ -153,26 +156,20 @@ def _measure(result, served: Workload, since: float) -> dict:
 def _stream_point(short_rate: float, queue: str, estimator: str, share: float, seed: int, *, duration: float,
                   long_every: float, output_sigma: float, warmup_frac: float) -> dict:
     """One queue configuration on one 30B instance fed :func:`short_long_stream` (a sweep point)."""
-    from ..cluster.simulate import simulate
-
     served = with_priority(short_long_stream(seed, duration, short_rate, long_every, output_sigma=output_sigma),
                            share, seed=seed)
-    cluster = paper_cluster("30b", n_instances=1, global_store=None, queue=_discipline(queue, estimator))
-    result = simulate(served, cluster, "round-robin", seed=seed, progress=False)
-    return _measure(result, served, warmup_frac * duration)
+    return _measure(served, queue, estimator, "round-robin", seed, warmup_frac * duration, n_instances=1,
+                    global_store=None)
 
 
 def _cluster_point(rpm: float, queue: str, estimator: str, share: float, seed: int, *, n_instances: int,
                    minutes: float, warmup_frac: float, workload: str, router: str, reference_rpm: float) -> dict:
     """One queue configuration on the 30B testbed (open replay) fed the agent workload (a sweep point)."""
-    from ..cluster.simulate import simulate
-
-    cluster = paper_cluster("30b", n_instances=n_instances, replay="open", queue=_discipline(queue, estimator))
-    served = with_priority(agent_workload(cluster.n_instances, minutes, seed, rpm_per_instance=float(rpm),
+    served = with_priority(agent_workload(n_instances, minutes, seed, rpm_per_instance=float(rpm),
                                           preset=workload, reference_rpm=float(reference_rpm)), share, seed=seed)
-    result = simulate(served, cluster, router, seed=seed, progress=False)
     t0, t1 = float(served.arrival.min()), float(served.arrival.max())
-    return _measure(result, served, t0 + warmup_frac * (t1 - t0))
+    return _measure(served, queue, estimator, router, seed, t0 + warmup_frac * (t1 - t0), n_instances=n_instances,
+                    replay="open")
 
 
 def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[int], warmup_frac: float) -> None:
@@ -186,10 +183,14 @@ def _check(regimes: Sequence[float], shares: Sequence[float], seeds: Sequence[in
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
 
 
-def _grid(loads, shares, seeds, load_key):
-    """Seed outermost: consecutive points share a seed's generated workload (testbeds' cache)."""
-    return [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
+def _run(point, loads, shares, seeds, load_key: str, unit: str, shared: dict, jobs: int | None, **labels):
+    """``point`` at every load (column ``load_key``), queue configuration, share and seed, labelled with ``labels``
+    and ``regime`` (``"<load> <unit>"``). Seed outermost: consecutive points share a seed's generated workload
+    (testbeds' cache)."""
+    grid = [{load_key: float(x), "queue": q, "estimator": e, "share": float(s), "seed": int(seed)}
             for seed in seeds for x in loads for q, e in QUEUES for s in shares]
+    df = sweep(grid, point, shared=shared, jobs=jobs, on_error="raise")
+    return df.assign(**labels, regime=[f"{r:g} {unit}" for r in df[load_key]])
 
 
 def stream_comparison(short_rates: Sequence[float] = (16.0, 22.0), shares: Sequence[float] = (0.0, 0.2),
@@ -199,10 +200,8 @@ def stream_comparison(short_rates: Sequence[float] = (16.0, 22.0), shares: Seque
     _check(short_rates, shares, seeds, warmup_frac)
     shared = dict(duration=float(duration), long_every=float(long_every), output_sigma=float(output_sigma),
                   warmup_frac=float(warmup_frac))
-    df = sweep(_grid(short_rates, shares, seeds, "short_rate"), _stream_point, shared=shared, jobs=jobs,
-               on_error="raise")
-    return df.assign(part="stream", workload="short-long-stream",
-                     regime=[f"{r:g} shorts/s" for r in df["short_rate"]])
+    return _run(_stream_point, short_rates, shares, seeds, "short_rate", "shorts/s", shared, jobs, part="stream",
+                workload="short-long-stream")
 
 
 def cluster_comparison(loads: Sequence[float] = (64.0, 80.0), shares: Sequence[float] = (0.0, 0.2),
@@ -215,8 +214,8 @@ def cluster_comparison(loads: Sequence[float] = (64.0, 80.0), shares: Sequence[f
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
     shared = dict(n_instances=int(n_instances), minutes=float(minutes), warmup_frac=float(warmup_frac),
                   workload=workload, router=router, reference_rpm=float(max(loads)))
-    df = sweep(_grid(loads, shares, seeds, "rpm"), _cluster_point, shared=shared, jobs=jobs, on_error="raise")
-    return df.assign(part="cluster", workload=workload, regime=[f"{r:g} rpm/inst" for r in df["rpm"]])
+    return _run(_cluster_point, loads, shares, seeds, "rpm", "rpm/inst", shared, jobs, part="cluster",
+                workload=workload)
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -228,14 +227,13 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def _paired(df: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
     """Per point (every non-FCFS configuration) and seed: the promise's gain, paired with FCFS of that seed."""
-    keys = ["part", "workload", "regime", "share"]
-    base = df[df["queue"] == "fcfs"].set_index([*keys, "seed"])[metric]
+    base = df[df["queue"] == "fcfs"].set_index([*_POINT, "seed"])[metric]
     rows = df[df["queue"] != "fcfs"]
-    ref = base.reindex(pd.MultiIndex.from_frame(rows[[*keys, "seed"]])).to_numpy(dtype=float)
+    ref = base.reindex(pd.MultiIndex.from_frame(rows[[*_POINT, "seed"]])).to_numpy(dtype=float)
     ours = rows[metric].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(ref > 0, 1.0 - ours / ref if how == "lower" else ours / ref - 1.0, np.nan)
-    return rows[[*keys, "queue", "estimator", "seed"]].assign(gain=gain)
+    return rows[[*_KEYS, "seed"]].assign(gain=gain)
 
 
 def _label(key: tuple) -> str:
@@ -252,8 +250,7 @@ def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
     """
     parts = []
     for claim, (words, paper_text, metric, how) in PROMISES.items():
-        paper = PaperValue("upper bound", ((STARVATION_BOUND, STARVATION_BOUND),), paper_text) \
-            if how == "ratio" else parse_paper_value(paper_text)
+        paper = parse_paper_value(paper_text, "relative change (upper bound)" if how == "ratio" else "")
         gains = _paired(df, metric, how).dropna(subset=["gain"])
         groups = [(key, g) for key, g in gains.groupby(_KEYS, sort=False) if len(g) >= 2]
         if not groups:
@@ -308,7 +305,7 @@ def queue_findings(df: pd.DataFrame, claims: pd.DataFrame) -> list[str]:
     """Plain-text findings: each configuration's seed means against FCFS, then each promise's verdicts."""
     table = comparison_table(df)
     lines = []
-    for (_, workload, regime, share), g in table.groupby(["part", "workload", "regime", "share"], sort=False):
+    for (_, workload, regime, share), g in table.groupby(_POINT, sort=False):
         base = g[g["queue"] == "fcfs"].iloc[0]
         for _, row in g[g["queue"] != "fcfs"].iterrows():
             lines.append(

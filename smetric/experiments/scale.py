@@ -168,16 +168,15 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
     n_min = int(min(n_instances))
     screen = _sweep([{"n_instances": n_min, "seed": int(s),
                       "runs": tuple((c[0], c[1], c[2], p) for c in cells for p in baselines)}
-                     for s in screening_seeds], shared, jobs)
-    comp = comparators(screen.assign(screening=True))
+                     for s in screening_seeds], shared, jobs).assign(screening=True)
+    comp = comparators(screen)
     points = []
     for n in sorted(n_instances, reverse=True):
         for s in seeds:
             runs = tuple((label, rpm, k, p) for label, rpm, k in cells
                          for p in (policies if k == 1 and label in every_policy_loads else (OURS, comp[(label, k)])))
             points.append({"n_instances": int(n), "seed": int(s), "runs": runs})
-    frame = pd.concat([screen.assign(screening=True), _sweep(points, shared, jobs).assign(screening=False)],
-                      ignore_index=True)
+    frame = pd.concat([screen, _sweep(points, shared, jobs).assign(screening=False)], ignore_index=True)
     frame.insert(2, "screening", frame.pop("screening"))
     return frame.sort_values(["n_instances", "load", "router_replicas", "seed"], kind="stable", ignore_index=True)
 
@@ -189,21 +188,23 @@ def comparators(df: pd.DataFrame) -> dict[tuple[str, int], str]:
 
 
 def _against(df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """Per comparison seed, cell and N: SMETRIC's ``value`` and its comparator's (``ours``, ``theirs``)."""
+    """Per comparison seed, cell and N: SMETRIC's ``value``, its comparator's and the relative change (``ours``,
+    ``theirs``, ``gain`` = ours / theirs - 1)."""
     comp = comparators(df)
     runs = df[~df["screening"]]
     wide = runs.pivot_table(index=[*_CELL, "n_instances", "seed"], columns="policy", values=value,
                             aggfunc="first")
     names = [comp[(load, k)] for load, k, _, _ in wide.index]
     theirs = [wide.iloc[i][name] for i, name in enumerate(names)]
-    return pd.DataFrame({"comparator": names, "ours": wide[OURS].to_numpy(), "theirs": theirs}, index=wide.index)
+    out = pd.DataFrame({"comparator": names, "ours": wide[OURS].to_numpy(), "theirs": theirs}, index=wide.index)
+    out["gain"] = out["ours"] / out["theirs"] - 1.0
+    return out
 
 
 def cell_gains(df: pd.DataFrame) -> pd.DataFrame:
     """Per (load, replicas, N): the comparator, SMETRIC's and its mean offered goodput per instance, SMETRIC's paired
     gain (mean, 95 % t-interval), and every policy's mean queued-prefill max/mean and hottest share."""
     gp = _against(df, METRIC)
-    gp["gain"] = gp["ours"] / gp["theirs"] - 1.0
     runs = df[~df["screening"]]
     diag = runs.groupby([*_CELL, "n_instances", "policy"])[
         [METRIC, "queued_prefill_max_mean", "hottest_instance_share"]].mean()
@@ -220,29 +221,27 @@ def cell_gains(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values([*_CELL, "n_instances"], ignore_index=True)
 
 
-def _per_seed(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _per_seed(df: pd.DataFrame, n_min: int, n_max: int) -> dict[str, pd.DataFrame]:
     """rule -> per (load, replicas, seed): the rule's statistic (``stat``) and the comparator it used."""
-    n_min, n_max = int(df["n_instances"].min()), int(df["n_instances"].max())
-    if n_min == n_max:
-        raise ValueError(f"the scale rules need two instance counts, got only {n_min}")
     gp = _against(df, METRIC)
-    gp["gain"] = gp["ours"] / gp["theirs"] - 1.0
     q = _against(df, "queued_prefill_max_mean").xs(n_max, level="n_instances")
     lo, hi = gp.xs(n_min, level="n_instances"), gp.xs(n_max, level="n_instances")
     return {"scale_retention": pd.DataFrame({"stat": hi["ours"] / lo["ours"] - 1.0, "comparator": OURS}),
             "scale_gain_held": pd.DataFrame({"stat": hi["gain"] - lo["gain"], "comparator": hi["comparator"]}),
-            "scale_imbalance": pd.DataFrame({"stat": q["ours"] / q["theirs"] - 1.0, "comparator": q["comparator"]})}
+            "scale_imbalance": pd.DataFrame({"stat": q["gain"], "comparator": q["comparator"]})}
 
 
-def _label(load: str, replicas: int) -> str:
-    return f"{load}, {replicas} router{'s' if replicas > 1 else ''}"
+def _routers(replicas: int) -> str:
+    return f"{replicas} router{'s' if replicas > 1 else ''}"
 
 
 def scale_claims(df: pd.DataFrame) -> pd.DataFrame:
     """The rules of :data:`RULES` judged per (load, replicas) cell: a tidy table, one row per rule and cell
     (:data:`~smetric.experiments.claims.TIDY_COLUMNS`; ``paper_value``/``unit`` hold the rule's bound)."""
     n_min, n_max = int(df["n_instances"].min()), int(df["n_instances"].max())
-    stats = _per_seed(df)
+    if n_min == n_max:
+        raise ValueError(f"the scale rules need two instance counts, got only {n_min}")
+    stats = _per_seed(df, n_min, n_max)
     parts = []
     for rule in RULES:
         per = stats[rule.claim_id].dropna(subset=["stat"])
@@ -251,7 +250,7 @@ def scale_claims(df: pd.DataFrame) -> pd.DataFrame:
         comps = ["/".join(dict.fromkeys(per.loc[c, "comparator"])) for c in cells]
         table = point_table(parse_paper_value(rule.value, rule.unit), [iv.mean for iv in ivs],
                             [iv.low for iv in ivs], [iv.high for iv in ivs], [iv.n for iv in ivs],
-                            [_label(*c) for c in cells], comps)
+                            [f"{load}, {_routers(k)}" for load, k in cells], comps)
         table["reproduced"] = [f"N={n_max} vs N={n_min}: {100 * iv.mean:+.1f} % [{100 * iv.low:+.1f}, "
                                f"{100 * iv.high:+.1f}] ({iv.n} seeds)" for iv in ivs]
         table["reason"] = (f"{rule.wording}; per seed, 95 % t-interval, Holm over the {len(cells)} cells; comparator "
@@ -275,6 +274,7 @@ def plot_scale(df: pd.DataFrame):
     policy, solid with one router and dashed with more replicas; seed means with 95 % t-intervals. LMetric reads
     only engine-state signals, so its dashed line lies under its solid one."""
     import matplotlib.pyplot as plt
+    from scipy import stats
 
     from .main_results import _styles
 
@@ -294,11 +294,11 @@ def plot_scale(df: pd.DataFrame):
                     if g.empty:  # more replicas run SMETRIC and the comparator only
                         continue
                     by = g.groupby("n_instances")[metric]
-                    mean, sem, n = by.mean(), by.sem(), by.count()
-                    half = sem * np.array([_t975(c) for c in n])
+                    mean = by.mean()
+                    half = by.sem() * stats.t.ppf(0.975, by.count() - 1)  # NaN with one seed
                     ax.errorbar(mean.index, mean.to_numpy(), yerr=half.to_numpy(), color=palette[pol],
                                 ls="-" if k == replicas[0] else "--", marker="o", ms=3.5, capsize=2,
-                                label=f"{pol}, {k} router{'s' if k > 1 else ''}")
+                                label=f"{pol}, {_routers(k)}")
             ax.set_xscale("log", base=2)
             ax.set_ylabel(label)
             if i == 0:
@@ -320,9 +320,3 @@ def plot_scale(df: pd.DataFrame):
                  "t-intervals", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-def _t975(n: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(0.975, n - 1)) if n >= 2 else np.nan

@@ -47,7 +47,7 @@ from ..cluster.connector import KVConnector
 from ..testbeds import TESTBEDS
 from .comparison import run_cases
 from .screening import top_by_name
-from .verdicts import bound_verdict, gain_interval, gain_intervals, paired_gains, percent
+from .verdicts import bound_verdict, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
@@ -64,6 +64,7 @@ LADDER = ("ideal", "+ reply KV", "+ 16-token hits", "+ blocking loads", *(label 
 VARIANTS = ("full, layer-wise", "full + store replies", "lmcache-mooncake-fast", "lmcache-mooncake-slow")
 MECHANISMS = LADDER + VARIANTS
 LOADS = ("knee", "past")
+_CELL = ["testbed", "load", "mechanism"]
 _OUT = ("goodput_tps", "slo_attainment", "hit_ratio", "hit_ratio_global", "n_requests")
 
 
@@ -179,10 +180,13 @@ def _main(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["stage"] == "main"]
 
 
-def _ordered(table: pd.DataFrame, testbeds: Sequence[str]) -> pd.DataFrame:
-    """Rows by testbed (in run order), load (knee first), mechanism (ladder order)."""
+def _cell_gains(main: pd.DataFrame, ours: str) -> pd.DataFrame:
+    """Per (testbed, load, mechanism) of the ``main`` rows: ``ours``' paired gain over the best other policy by
+    seed mean (:func:`~smetric.experiments.verdicts.gain_intervals`), rows by testbed (in run order), load (knee
+    first), mechanism (ladder order)."""
+    table = gain_intervals(paired_gains(main, by=_CELL, ours=ours), by=_CELL)
     order = {m: i for i, m in enumerate(MECHANISMS)}
-    tb_order = {tb: i for i, tb in enumerate(testbeds)}
+    tb_order = {tb: i for i, tb in enumerate(dict.fromkeys(main["testbed"]))}
     return (table.assign(_m=table["mechanism"].map(order), _t=table["testbed"].map(tb_order),
                          _l=table["load"].map(LOADS.index))
             .sort_values(["_t", "_l", "_m"]).drop(columns=["_m", "_t", "_l"]).reset_index(drop=True))
@@ -191,33 +195,20 @@ def _ordered(table: pd.DataFrame, testbeds: Sequence[str]) -> pd.DataFrame:
 def stack_gains(frame: pd.DataFrame) -> pd.DataFrame:
     """SMETRIC's gain over the best carried baseline per (testbed, load, mechanism): mean, 95 % t-interval, n."""
     main = _main(frame)
-    by = ["testbed", "load", "mechanism"]
-    gains = paired_gains(main, by=by)
-    table = gain_intervals(gains, by=by)
-    rpm = main.groupby(by)["rpm_per_instance"].first()
-    goodput = main[main["policy"] == "smetric"].groupby(by)["goodput_tps"].mean()
-    table["rpm_per_instance"] = [rpm[tuple(k)] for k in table[by].itertuples(index=False)]
-    table["smetric_goodput"] = [goodput[tuple(k)] for k in table[by].itertuples(index=False)]
+    goodput = main[main["policy"] == "smetric"].groupby(_CELL)["goodput_tps"].mean().rename("smetric_goodput")
+    table = _cell_gains(main, "smetric").join(main.groupby(_CELL)["rpm_per_instance"].first(), on=_CELL)
+    table = table.join(goodput, on=_CELL)
     table["tie"] = (table["ci_low"] <= 0) & (table["ci_high"] >= 0)
-    return _ordered(table, list(dict.fromkeys(main["testbed"])))
+    return table
 
 
 def load_only_table(frame: pd.DataFrame, bound: float = -0.07) -> pd.DataFrame:
     """Claim C9's rule in every cell: least-load's goodput relative to the best policy (by seed-mean, SMETRIC
     included), paired per seed, its interval and :func:`bound_verdict` against ``bound`` (a lower bound)."""
-    main = _main(frame)
-    rows = []
-    for key, sub in main.groupby(["testbed", "load", "mechanism"], sort=False):
-        means = sub.groupby("policy")["goodput_tps"].mean().sort_index()
-        others = means.drop(LOAD_ONLY)
-        best = str(others.idxmax())
-        mine = sub[sub["policy"] == LOAD_ONLY].set_index("seed")["goodput_tps"]
-        ref = sub[sub["policy"] == best].set_index("seed")["goodput_tps"].loc[mine.index]
-        iv = gain_interval((mine / ref - 1.0).to_numpy())
-        rows.append({"testbed": key[0], "load": key[1], "mechanism": key[2], "best_policy": best,
-                     "rel_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
-                     "verdict": bound_verdict(iv.low, iv.high, bound, "lower")})
-    return _ordered(pd.DataFrame(rows), list(dict.fromkeys(main["testbed"])))
+    table = _cell_gains(_main(frame), LOAD_ONLY)
+    table = table.rename(columns={"best_baseline": "best_policy", "gain_mean": "rel_mean"})
+    table["verdict"] = [bound_verdict(lo, hi, bound, "lower") for lo, hi in zip(table["ci_low"], table["ci_high"])]
+    return table
 
 
 def _interval(row) -> str:
@@ -232,7 +223,7 @@ def plot_serving_stack(gains: pd.DataFrame):
 
     cols = list(dict.fromkeys(zip(gains["testbed"], gains["load"])))
     rows = [m for m in MECHANISMS if m in set(gains["mechanism"])]
-    cell = gains.set_index(["testbed", "load", "mechanism"])
+    cell = gains.set_index(_CELL)
     grid = np.array([[cell.loc[(tb, ld, m), "gain_mean"] for tb, ld in cols] for m in rows])
     lim = max(0.05, float(np.nanmax(np.abs(grid))))
     fig, ax = plt.subplots(figsize=(2.1 * len(cols) + 2.2, 0.42 * len(rows) + 1.4))

@@ -361,10 +361,8 @@ def sweep_environment(jobs: int | None = None, scheduler: str | None = None) -> 
     start; their kernels inherit them and :func:`sweep` reads them. The option not chosen is set
     to ``""`` (unset), so an explicit choice overrides whatever the shell exported.
     """
-    if jobs is not None and scheduler is not None:
-        raise ValueError("pass only one of scheduler= and jobs=: jobs sizes a local cluster")
     if jobs is not None:
-        _resolve_target(jobs, None, None)  # validates
+        _resolve_target(jobs, None, scheduler)  # raises unless jobs is a positive integer and scheduler unset
         return {JOBS_ENV: str(int(jobs)), SCHEDULER_ENV: ""}
     if scheduler is not None:
         return {JOBS_ENV: "", SCHEDULER_ENV: str(scheduler)}

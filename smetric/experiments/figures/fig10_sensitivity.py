@@ -44,10 +44,9 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    # every parameter but second_row is an argument of the same name
     return wr.compute_rows(p, lambda q: ab.sensitivity(
-        testbed=q.testbed, hit_ratios=q.hit_ratios, slacks=q.slacks, slo_scales=q.slo_scales, baselines=q.baselines,
-        rpm_per_instance=q.rpm_per_instance, seeds=q.seeds, minutes=q.minutes, n_instances=q.n_instances,
-        warmup_frac=q.warmup_frac, workload=q.workload, trace=q.trace, screen_seeds=q.screen_seeds, jobs=jobs))
+        **{k: v for k, v in q.as_dict().items() if k != "second_row"}, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -41,11 +41,9 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
+    # every parameter but second_row is an argument of the same name
     return wr.compute_rows(p, lambda q: ph.phase_diagram(
-        bandwidths=q.bandwidths, turns_medians=q.turns_medians, rpm_per_instance=q.rpm_per_instance,
-        policies=q.policies, testbed=q.testbed, n_instances=q.n_instances, minutes=q.minutes,
-        warmup_minutes=q.warmup_minutes, seeds=q.seeds, workload=q.workload, trace=q.trace, warmup_frac=q.warmup_frac,
-        kv_connector=q.kv_connector, jobs=jobs))
+        **{k: v for k, v in q.as_dict().items() if k != "second_row"}, jobs=jobs))
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -39,11 +39,7 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return ss.serving_stack(testbeds=p.testbeds, screen_rpm=p.screen_rpm, candidates=p.candidates,
-                            screen_seeds=p.screen_seeds, seeds=p.seeds, n_baselines=p.n_baselines,
-                            past_factor=p.past_factor, n_instances=p.n_instances, minutes=p.minutes,
-                            warmup_frac=p.warmup_frac, workload=p.workload, mechanisms=p.mechanisms,
-                            trace=p.trace, jobs=jobs)
+    return ss.serving_stack(**p.as_dict(), jobs=jobs)  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

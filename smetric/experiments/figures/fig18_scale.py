@@ -79,11 +79,7 @@ def fig06_loads(path: str | Path, testbed: str = "30b", workload: str = "bailian
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return scale.scale_runs(n_instances=p.n_instances, loads=p.loads, replicas=p.replicas,
-                            replica_loads=p.replica_loads, every_policy_loads=p.every_policy_loads,
-                            policies=p.policies, seeds=p.seeds,
-                            screening_seeds=p.screening_seeds, testbed=p.testbed, workload=p.workload,
-                            warmup_s=p.warmup_s, measured_s=p.measured_s, jobs=jobs)
+    return scale.scale_runs(**p.as_dict(), jobs=jobs)  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
