@@ -171,9 +171,8 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     """
     mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
     ref = float(mean["goodput_tps"]["bailian"].idxmax())
-    at = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "lmetric"])]
-    reuse = paired_gains(at, "hit_ratio", ours="lmetric", baselines=["bailian"])
-    tps = paired_gains(at, "goodput_tps", ours="lmetric", baselines=["bailian"])
+    at = frame[frame["rpm_per_instance"] == ref]
+    reuse, tps = (paired_gains(at, v, ours="lmetric", baselines=["bailian"]) for v in ("hit_ratio", "goodput_tps"))
     reuse_iv, tps_iv = gain_interval(reuse["gain"]), gain_interval(tps["gain"])
     rb, rl = reuse["baseline"], reuse["ours"]
     where = (f"at {ref:g} req/min/instance (BAILIAN's seed-mean goodput peak), no global store, no DRAM, "
@@ -194,15 +193,14 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
         why = "BAILIAN keeps more of the sessions' KV local than LMetric"
     affinity = ""
     if "cache-affinity" in mean["hit_ratio"]:
-        cache_aff = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "cache-affinity"])]
-        aff = gain_interval(paired_gains(cache_aff, "goodput_tps", ours="cache-affinity",
-                                         baselines=["bailian"])["gain"])
+        aff = gain_interval(paired_gains(at, "goodput_tps", ours="cache-affinity", baselines=["bailian"])["gain"])
         affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
                     f"{mean['hit_ratio']['cache-affinity'][ref]:.2f} reuse and {aff.mean:+.0%} goodput vs BAILIAN "
                     f"(95 % CI {aff.low:+.0%}..{aff.high:+.0%})")
     rule = ("verdict from the paired t-interval of the per-seed relative change vs the paper's value "
             "(smetric.experiments.verdicts: reproduced / direction only / inconclusive / smaller than claimed / "
             "contradicted)")
+    pair = {"points": ["lmetric vs bailian"], "comparators": ["bailian"]}
     return [
         {"claim_id": "C8_reuse_no_global",
          "reproduced": (f"reuse BAILIAN {_seed_spread(rb)} vs LMetric {_seed_spread(rl)} {where}; LMetric vs BAILIAN "
@@ -210,14 +208,12 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
                         f"seed means over {loads}: BAILIAN {reuse_b.min():.2f}-{reuse_b.max():.2f}, LMetric "
                         f"{reuse_l.min():.2f}-{reuse_l.max():.2f}"),
          "reason": f"{rule}; {why}{affinity}",
-         **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"), points=["lmetric vs bailian"],
-                         comparators=["bailian"])},
+         **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"), **pair)},
         {"claim_id": "C8_tps_no_global",
          "reproduced": (f"LMetric goodput {tps_iv.mean:+.1%} vs BAILIAN (95 % CI {tps_iv.low:+.1%}.."
                         f"{tps_iv.high:+.1%}) {where}"),
          "reason": f"{rule}; {why}" + ("; with less reuse BAILIAN saturates first" if tps_iv.mean > 0 else ""),
-         **claim_columns([tps_iv], paper_value("C8_tps_no_global"), points=["lmetric vs bailian"],
-                         comparators=["bailian"])},
+         **claim_columns([tps_iv], paper_value("C8_tps_no_global"), **pair)},
     ]
 
 
@@ -536,9 +532,8 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
     """C10 row (descriptive, band-based): session-sticky's requests max/mean, the mean over seeds of each
     seed's mean over windows; reproduced when inside the band of ``data/paper_claims.csv`` (2.17x +- 20 %),
-    direction only when above
-    SMETRIC's on every seed, else not reproduced; undetermined when a seed's ratio is undefined (every window
-    idle). The seed spread is reported."""
+    direction only when above SMETRIC's on every seed, else not reproduced; undetermined when a seed's ratio is
+    undefined (every window idle). The seed spread is reported."""
     lo, hi, source = claim_band("C10_sticky_imbalance")
     per = imbalance_per_seed(frame)
     table = per.pivot(index="seed", columns="policy", values=["requests_imbalance", "kv_imbalance", "work_imbalance"])
@@ -568,8 +563,8 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
         "reason": (f"descriptive claim, band rule: inside [{lo:g}, {hi:g}] ({source}) -> reproduced; above SMETRIC "
                    f"on every seed -> direction only. Signal = running + waiting requests per instance, window means "
                    f"of the engine's samples, max/mean over the {frame['instance'].nunique()} instances per window, "
-                   f"averaged over the "
-                   f"windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} req/min/instance, then over "
+                   f"averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
+                   f"req/min/instance, then over "
                    f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
                    "sessions to their first instance, whose queue then grows; a few requests per instance also "
                    f"inflate max/mean (load-only shows that floor){undefined}"),
@@ -665,10 +660,10 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
                "attention cost": attention_tokens(new, prompt, perf.l_eq)}
     names = list(metrics)
     values = np.column_stack([truth] + [metrics[m] for m in names])  # column 0 = truth
-    rows = []
+    rows, scale = [], {}  # scale: the proportional fit's seconds per unit of each metric
     for j, name in enumerate(names, start=1):
         m = values[:, j]
-        k = np.median(truth / m)
+        k = scale[name] = np.median(truth / m)
         stats = {"spearman": pd.Series(m).corr(pd.Series(truth), method="spearman") if m.std() > 0 else 0.0,
                  "r2": float(np.corrcoef(m, truth)[0, 1] ** 2) if m.std() > 0 else 0.0,
                  "median_ape": float(np.median(np.abs(k * m / truth - 1.0)))}
@@ -697,11 +692,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
                       "value": float(np.mean(chosen - best))}]
     sample = rng.choice(len(truth), size=min(n_scatter, len(truth)), replace=False)
     for j, name in enumerate(names[1:], start=2):
-        k = np.median(truth / values[:, j])
         rows += [{"panel": "scatter", "metric": name, "stat": "predicted_over_true",
-                  "value": float(k * values[i, j] / truth[i]), "x": float(prompt[i])} for i in sample]
-    frame = pd.DataFrame(rows, columns=["panel", "metric", "queue_len", "stat", "value", "x"])
-    return frame
+                  "value": float(scale[name] * values[i, j] / truth[i]), "x": float(prompt[i])} for i in sample]
+    return pd.DataFrame(rows, columns=["panel", "metric", "queue_len", "stat", "value", "x"])
 
 
 def plot_load_metric_accuracy(frame: pd.DataFrame):
@@ -727,19 +720,16 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
                     ylabel="predicted / true prefill time",
                     title=f"{prefix}per request (proportional fit,\nk = median seconds per unit)")
         pairs = sub[sub["panel"] == "pairs"]
-        sns.lineplot(pairs, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[1],
-                     legend=False, seed=0)
-        axes[1].set(xscale="log", xlabel="mean queue length (requests)",
-                    ylabel="share of queue pairs ordered right", ylim=(0.45, 1.0),
-                    title=f"{prefix}which of two queues\nfinishes its prefill first?")
         queue_lengths = sorted(pairs["queue_len"].unique())
-        regret = sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")]
-        sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
-                     legend=False, seed=0)
-        axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
-                    ylabel="extra queued prefill of the pick (s)",
-                    title=f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded")
-        for ax in axes[1:]:
+        panels = ((pairs, {"ylabel": "share of queue pairs ordered right", "ylim": (0.45, 1.0),
+                           "title": f"{prefix}which of two queues\nfinishes its prefill first?"}),
+                  (sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")],
+                   {"yscale": "log", "ylabel": "extra queued prefill of the pick (s)",
+                    "title": f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded"}))
+        for ax, (data, labels) in zip(axes[1:], panels):
+            sns.lineplot(data, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=ax,
+                         legend=False, seed=0)
+            ax.set(xscale="log", xlabel="mean queue length (requests)", **labels)
             ax.set_xticks(queue_lengths, [f"{q:g}" for q in queue_lengths])
             ax.minorticks_off()
     handles = [plt.Line2D([], [], color=palette[m], marker="o", ls="-") for m in order]
