@@ -255,13 +255,11 @@ def consistency(df: pd.DataFrame) -> dict:
             "serves_slo": bool(p["slo_attainment"] >= KNEE_ATTAINMENT),
             "slo_decode_fast": float(p.get("slo_attainment_decode_fast", np.nan)),
             "slo_decode_slow": float(p.get("slo_attainment_decode_slow", np.nan)),
-            "slo_attainment": float(p["slo_attainment"]), "slo_low": float(p["slo_low"]),
-            "slo_high": float(p["slo_high"]), "knee": float(primary["knee"]), "capacity": float(primary["capacity"]),
+            **{k: float(primary[k]) for k in ("knee", "capacity")},
             "knee_ratio": float(primary["knee"] / IMPLIED_CAPACITY_RPM),
             "capacity_ratio": float(primary["capacity"] / IMPLIED_CAPACITY_RPM), "cause": cause,
-            "ttft_miss": float(p["ttft_miss"]), "tpot_miss": float(p["tpot_miss"]),
-            "tpot_p50": float(p["tpot_p50"]), "tpot_p99": float(p["tpot_p99"]),
-            "running_mean": float(p["running_mean"]), "busy_mean": float(p["busy_mean"])}
+            **{k: float(p[k]) for k in ("slo_attainment", "slo_low", "slo_high", "ttft_miss", "tpot_miss", "tpot_p50",
+                                        "tpot_p99", "running_mean", "busy_mean")}}
 
 
 def perf_model_table() -> pd.DataFrame:

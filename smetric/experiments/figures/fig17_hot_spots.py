@@ -51,11 +51,11 @@ import pandas as pd
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
-from ..comparison import Comparison, Panel, run_comparison
+from ..comparison import Comparison, Panel, row_interval, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
-from ..verdicts import percent
+from ..verdicts import claim_columns, percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
@@ -204,16 +204,14 @@ def plot(df: pd.DataFrame):
 
 def claims(df: pd.DataFrame) -> list[dict]:
     """``C18_hot_spots`` and ``C18_hot_spot_growth`` over the best baseline, one point per workload and level."""
-    from ..verdicts import Interval, claim_columns
-
     rows = []
     for statistic, claim in CLAIMS.items():
         sub = df[(df["statistic"] == statistic) & (df["comparator"] == "best")]
         if sub.empty:
             continue
-        ivs = [Interval(r.gain_mean, r.ci_low, r.ci_high, int(r.n_seeds)) for r in sub.itertuples()]
         points = [hs.point_label(r) for _, r in sub.iterrows()]
-        cols = claim_columns(ivs, paper_value(claim), points=points, comparators=list(sub["baseline"]))
+        cols = claim_columns([row_interval(r) for _, r in sub.iterrows()], paper_value(claim), points=points,
+                             comparators=list(sub["baseline"]))
         held = sub[sub["verdict"].isin(_HOLDS)]
         text = "; ".join(f"{hs.point_label(r)} {percent(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
         what = "gain" if statistic == "gain" else "change of the gain from the default"
