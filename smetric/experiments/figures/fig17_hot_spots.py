@@ -14,17 +14,11 @@ Two claims of ``data/paper_claims.csv`` judge it by the package's rules (:mod:`~
 
 The same rules are applied, in the CSV only, to the gains over LMetric and over Dynamo each (``comparator``).
 
-**Axes** (:data:`~smetric.experiments.hot_spots.AXES`; each level's source there): burstiness (Poisson session
-starts vs the Gamma-renewal and MMPP processes fitted to the Azure 2023 code trace), router refresh interval
-(exact vs 50 ms / 1 s / 5 s snapshots of the engine state and KV utilisation), router replicas (1 vs 4 and 8,
-requests spread uniformly or by session hash) and the "as deployed" information model (each policy with its
-sourced preset), fan-out (on ``bailian-coder`` the sub-agent fan-out measured on the Claude Code trace, and
-the same with 10 % of turns spawning; on the trace its sub-agents split off into sessions of their own, the
-default keeping them attached and joined) and context growth (``bailian-coder``'s 14k compaction cap replaced by
-the threshold and summary measured on the Claude Code trace; the trace has no cap). A level that names its
-workloads (``only``) runs on those alone. No diurnal level: the measured windows are minutes long, and no
-shipped trace spans a day to fit an amplitude (data/presets/arrivals.json), so a diurnal profile would only
-shift the offered rate, which the load already sets.
+**Axes** (:data:`~smetric.experiments.hot_spots.AXES`, which lists every level with its source): burstiness,
+router refresh interval, router replicas, the "as deployed" information model, fan-out and context growth, each
+moving one mechanism from the testbed default. A level that names its workloads (``only``) runs on those alone. No
+diurnal level: the measured windows are minutes long, and no shipped trace spans a day to fit an amplitude
+(data/presets/arrivals.json), so a diurnal profile would only shift the offered rate, which the load already sets.
 
 **Setup.** The 30B testbed on 16 instances (half the paper's 32, to fit the budget: sessions per instance, and so
 the per-instance load, do not depend on the count), ``bailian-coder`` over a 2-minute window and the Claude Code
@@ -244,11 +238,11 @@ def findings(df: pd.DataFrame) -> str:
             for (ww, a, level), r in gain.iterrows():
                 if ww != w or a != axis:
                     continue
-                change = "runs as at the default" if (w, axis, level) not in growth.index else \
-                    f"change {percent(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
-                    f"{growth.loc[(w, axis, level), 'verdict']}"
+                key = (w, axis, level)
+                change = (f"change {percent(growth.loc[key, 'gain_mean'])} pts: {growth.loc[key, 'verdict']}"
+                          if key in growth.index else "runs as at the default")
                 parts.append(f"{level} {percent(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
-                             f"imbalance "
-                             f"{r['baseline_imbalance_waiting_time_avg']:.2f}x/{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
+                             f"imbalance {r['baseline_imbalance_waiting_time_avg']:.2f}x/"
+                             f"{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
             lines.append(f"  {axis}: " + "; ".join(parts))
     return "\n".join(lines)
