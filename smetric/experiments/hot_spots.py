@@ -162,15 +162,6 @@ def gains(results: pd.DataFrame, screening: Sequence[int], comparators: Sequence
     return pd.DataFrame(rows)
 
 
-def _judged(frame: pd.DataFrame, paper: PaperValue) -> pd.DataFrame:
-    """``frame`` (one row per point: ``gain_mean, ci_low, ci_high, n_seeds``) with the rule's columns, Holm over
-    its points (as :func:`~smetric.experiments.verdicts.claim_columns` judges one claim)."""
-    table = point_table(paper, frame["gain_mean"].tolist(), frame["ci_low"].tolist(), frame["ci_high"].tolist(),
-                        frame["n_seeds"].astype(int).tolist())
-    cols = ["rule", "p_value", "p_adjusted", "mde", "verdict", "verdict_uncorrected"]
-    return frame.reset_index(drop=True).assign(**{c: table[c].to_numpy() for c in cols})
-
-
 def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperValue) -> pd.DataFrame:
     """The figure's table from :func:`gains`: one row per (statistic, comparator, workload, axis, level).
 
@@ -182,6 +173,7 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
     Diagnostics and goodputs are seed means."""
     diag = [c for c in per_seed.columns if c.startswith(("smetric_", "baseline_"))]
     keys = ["workload", "axis", "level", "comparator"]
+    rules = ["rule", "p_value", "p_adjusted", "mde", "verdict", "verdict_uncorrected"]  # verdicts.point_table's
     default = per_seed[per_seed["axis"] == DEFAULT].set_index(["workload", "comparator", "seed"])["gain"]
     parts = []
     for statistic, paper in (("gain", gain_paper), ("growth", growth_paper)):
@@ -199,11 +191,13 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
                 rows.append({**dict(zip(keys, key)), "statistic": statistic, "baseline": "/".join(dict.fromkeys(
                     g["baseline"])), "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
                     **g[diag].mean().to_dict()})
-            if rows:
-                parts.append(_judged(pd.DataFrame(rows), paper))
+            if rows:  # one claim: Holm over the family's points, as verdicts.claim_columns judges a claim
+                family = pd.DataFrame(rows)
+                judged = point_table(paper, family["gain_mean"].tolist(), family["ci_low"].tolist(),
+                                     family["ci_high"].tolist(), family["n_seeds"].astype(int).tolist())
+                parts.append(family.assign(**{c: judged[c].to_numpy() for c in rules}))
     table = pd.concat(parts, ignore_index=True)
-    first = ["statistic", *keys, "baseline", "gain_mean", "ci_low", "ci_high", "n_seeds", "rule", "p_value",
-             "p_adjusted", "mde", "verdict", "verdict_uncorrected"]
+    first = ["statistic", *keys, "baseline", "gain_mean", "ci_low", "ci_high", "n_seeds", *rules]
     return table[first + [c for c in table.columns if c not in first]]
 
 

@@ -199,22 +199,20 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per (block, preset, setup): the best router's SLO knee and its capacity (median TTFT <= 1 s), mean and
     95 % t-interval over seeds (``censored`` counts seeds whose crossing lies outside the grid, ``knee_below_grid``
     those already below the SLO share at the lowest load)."""
-    rows = []
-    for (block, preset, setup, policy, seed), sub in df.groupby(["block", "preset", "setup", "policy", "seed"],
-                                                                sort=False):
+    rows, keys = [], ["block", "preset", "setup", "policy", "seed"]
+    for key, sub in df.groupby(keys, sort=False):
         if sub["rpm_per_instance"].nunique() < 2:
             continue
-        rows.append({"block": block, "preset": preset, "setup": setup, "policy": policy, "seed": seed,
-                     "knee": knee(sub["rpm_per_instance"], sub["slo_attainment"]),
+        rows.append({**dict(zip(keys, key)), "knee": knee(sub["rpm_per_instance"], sub["slo_attainment"]),
                      "capacity": knee(sub["rpm_per_instance"], sub["ttft_p50"], 1.0, higher_is_better=False)})
     per_seed = pd.DataFrame(rows)
     out = []
-    for (block, preset, setup), sub in per_seed.groupby(["block", "preset", "setup"], sort=False):
+    for key, sub in per_seed.groupby(keys[:3], sort=False):
         means = sub.groupby("policy", sort=True)["knee"].mean().fillna(-np.inf)  # below the grid: worst
         best = str(means.idxmax())
         mine = sub[sub["policy"] == best]
         k, c = _interval(mine["knee"]), _interval(mine["capacity"])
-        out.append({"block": block, "preset": preset, "setup": setup, "best_router": best,
+        out.append({**dict(zip(keys[:3], key)), "best_router": best,
                     "knee": k["mean"], "knee_low": k["ci_low"], "knee_high": k["ci_high"], "n_seeds": k["n_seeds"],
                     "knee_censored": k["censored"], "knee_below_grid": int(mine["knee"].isna().sum()),
                     "capacity": c["mean"], "capacity_low": c["ci_low"],
