@@ -585,8 +585,10 @@ def _chunked_prefill_seconds(coef, new, cached, chunk):
     return out
 
 
-def _queue_sums(values: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Sum of ``values`` over random queues of the given sizes (members drawn with replacement), per metric."""
+def _queue_sums(values: np.ndarray, q: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sum of ``values`` over ``n`` random queues of ``1 + Poisson(q - 1)`` requests (drawn with replacement), per
+    metric."""
+    sizes = 1 + rng.poisson(q - 1.0, size=n)
     members = rng.integers(0, values.shape[0], size=(len(sizes), int(sizes.max())))
     mask = np.arange(members.shape[1]) < sizes[:, None]
     return np.einsum("qk,qkm->qm", mask.astype(float), values[members])
@@ -670,12 +672,10 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
         rows += [{"panel": "fit", "metric": name, "stat": s, "value": float(v)} for s, v in stats.items()]
     rng = np.random.default_rng(seed)
     for q in qs:
-        sizes = 1 + rng.poisson(q - 1.0, size=2 * n_pairs)
-        sums = _queue_sums(values, sizes, rng)
+        sums = _queue_sums(values, q, 2 * n_pairs, rng)
         a, b = sums[:n_pairs], sums[n_pairs:]
         true_sign = np.sign(a[:, 0] - b[:, 0])
-        sizes = 1 + rng.poisson(q - 1.0, size=n_decisions * n_instances)
-        sums = _queue_sums(values, sizes, rng).reshape(n_decisions, n_instances, -1)
+        sums = _queue_sums(values, q, n_decisions * n_instances, rng).reshape(n_decisions, n_instances, -1)
         best = sums[:, :, 0].min(axis=1)
         noise = rng.random((n_decisions, n_instances))  # random tie-break
         for j, name in enumerate(names, start=1):

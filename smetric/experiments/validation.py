@@ -48,8 +48,7 @@ from .verdicts import gain_interval
 
 __all__ = ["LMETRIC_RPM", "LMETRIC_INSTANCES", "IMPLIED_CAPACITY_RPM", "FINDING6_RPM", "KNEE_ATTAINMENT",
            "CONSISTENT_BAND", "DECODE_ERROR", "LMETRIC_SETUPS", "PRIMARY_SETUP", "lmetric_cluster", "validation_runs",
-           "knee",
-           "knee_table", "point_table", "arrived_shares", "consistency", "perf_model_table", "plot_validation"]
+           "knee", "knee_table", "point_table", "arrived_shares", "consistency", "perf_model_table", "plot_validation"]
 
 #: LMetric's artifact point: 5.97 req/s x 2.4 = 14.3 req/s on 16 instances (kv-path.md; blitz-router ae/).
 LMETRIC_RPM = 53.8

@@ -1,10 +1,9 @@
 """A figure's workload rows: its main workload, and the real agent trace run beside it on the same code path.
 
 Every main figure runs the real Claude Code sessions of kv-cache-tester (``claude-code``) beside the preset
-closest to the paper's traffic (``bailian-coder``) in every main figure. A figure does it with one
-parameter, ``second_row`` (a dict of its own parameters: at least ``workload``, and the loads that
-bracket that workload's peak -- a ~122k-token agent trace peaks near 5-6 requests/min/instance on the
-30B testbed, not near 50), and three calls:
+closest to the paper's traffic (``bailian-coder``). A figure does it with one parameter, ``second_row`` (a
+dict of its own parameters: at least ``workload``, and the loads that bracket that workload's peak -- a
+~122k-token agent trace peaks near 5-6 requests/min/instance on the 30B testbed, not near 50), and three calls:
 
 * :func:`compute_rows` runs the figure's experiment on the main parameters and again on them with
   ``second_row`` applied, and labels every row of the result with its ``workload``;

@@ -198,6 +198,8 @@ def plot(df: pd.DataFrame):
 
 def claims(df: pd.DataFrame) -> list[dict]:
     """``C18_hot_spots`` and ``C18_hot_spot_growth`` over the best baseline, one point per workload and level."""
+    first = df.drop_duplicates("workload")
+    loads = ", ".join(f"{w} {r:.3g} rpm/instance" for w, r in zip(first["workload"], first["rpm_per_instance"]))
     rows = []
     for statistic, claim in CLAIMS.items():
         sub = df[(df["statistic"] == statistic) & (df["comparator"] == "best")]
@@ -211,13 +213,8 @@ def claims(df: pd.DataFrame) -> list[dict]:
         what = "gain" if statistic == "gain" else "change of the gain from the default"
         rows.append({"claim_id": claim, "reproduced": f"{what} holds at: {text}", **cols,
                      "reason": f"{len(sub)} points (both workloads, each level; comparator fixed on screening "
-                               f"seeds), Holm over them; load {_loads(df)}"})
+                               f"seeds), Holm over them; load {loads}"})
     return rows
-
-
-def _loads(df: pd.DataFrame) -> str:
-    first = df.drop_duplicates("workload")
-    return ", ".join(f"{w} {r:.3g} rpm/instance" for w, r in zip(first["workload"], first["rpm_per_instance"]))
 
 
 def findings(df: pd.DataFrame) -> str:
