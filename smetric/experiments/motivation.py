@@ -40,6 +40,7 @@ from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..numba_cache import refresh_module
+from ..plotting import legend_below, set_style
 from ..policies.signals import attention_tokens
 from ..testbeds import (
     DEFAULT_WORKLOAD,
@@ -60,6 +61,7 @@ from .comparison import Comparison, Panel, row_interval, run_comparison, workloa
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
 from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
+from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
@@ -139,9 +141,6 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
 def plot_no_global_tier(frame: pd.DataFrame):
     """Reuse ratio and goodput vs offered load, one line per policy, one row per workload; returns the Figure."""
     import seaborn as sns
-
-    from ..plotting import legend_below, set_style
-    from .workload_rows import row_grid, row_title
 
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
@@ -305,9 +304,6 @@ def plot_global_tier(frame: pd.DataFrame):
     """Heatmaps over (capacity, bandwidth): load-only's gap to the best policy, and load-only's hit ratio; one row
     per workload."""
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title
 
     set_style()
     fig, rows = row_grid(frame, 2, width=13, height=4.6, gridspec_kw={"width_ratios": [1.35, 1]})
@@ -475,9 +471,6 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
     """Per workload: requests per instance over time (a heatmap per policy), then max/mean over time per signal."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import set_style
-    from .workload_rows import workload_frames
-
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
     frames = workload_frames(frame)
@@ -493,8 +486,6 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
                       paper: bool) -> None:
     """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
     import seaborn as sns
-
-    from .workload_rows import row_title
 
     prefix = row_title(workload)
     first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
@@ -702,9 +693,6 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
     per workload."""
     import matplotlib.pyplot as plt
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title
 
     set_style()
     order = list(dict.fromkeys(frame["metric"]))

@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..plotting import set_style
 from ..testbeds import PROVISIONED, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import gain_interval
@@ -303,8 +304,6 @@ def plot_validation(df: pd.DataFrame):
     (b) every preset's attainment vs load (best router, mean over seeds) against Finding 6's band;
     (c) knee per preset with its interval."""
     import matplotlib.pyplot as plt
-
-    from ..plotting import set_style
 
     set_style()
     knees = knee_table(df)

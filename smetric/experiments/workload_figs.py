@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..plotting import legend_below, set_style
 from ..testbeds import load_figure_trace
 from ..workload import Workload, load_trace
 from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
@@ -93,8 +94,6 @@ def plot_workload_characterization(frame: pd.DataFrame):
     """The four-panel figure of :func:`workload_characterization`'s frame; returns the Figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
-
-    from ..plotting import legend_below, set_style
 
     set_style()
     order = list(dict.fromkeys(frame["trace"]))

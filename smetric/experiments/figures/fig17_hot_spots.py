@@ -42,6 +42,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from ...plotting import set_style
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
@@ -157,8 +158,6 @@ def plot(df: pd.DataFrame):
     within +-10 % and logarithmic beyond (a baseline that herds on stale state loses several-fold)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter
-
-    from ...plotting import set_style
 
     set_style()
     gain = df[df["statistic"] == "gain"]
