@@ -676,11 +676,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
             tied = score == score.min(axis=1, keepdims=True)
             pick = np.argmax(np.where(tied, noise, -1.0), axis=1)
             chosen = sums[np.arange(n_decisions), pick, 0]
-            rows += [{"panel": "pairs", "metric": name, "queue_len": q, "stat": "correct", "value": float(correct)},
-                     {"panel": "argmin", "metric": name, "queue_len": q, "stat": "optimal",
-                      "value": float(np.mean(chosen <= best))},
-                     {"panel": "argmin", "metric": name, "queue_len": q, "stat": "excess_s",
-                      "value": float(np.mean(chosen - best))}]
+            measured = (("pairs", "correct", correct), ("argmin", "optimal", np.mean(chosen <= best)),
+                     ("argmin", "excess_s", np.mean(chosen - best)))
+            rows += [{"panel": p, "metric": name, "queue_len": q, "stat": s, "value": float(v)} for p, s, v in measured]
     sample = rng.choice(len(truth), size=min(n_scatter, len(truth)), replace=False)
     for j, name in enumerate(names[1:], start=2):
         rows += [{"panel": "scatter", "metric": name, "stat": "predicted_over_true",

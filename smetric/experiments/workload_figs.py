@@ -144,7 +144,7 @@ def workload_claims(frame: pd.DataFrame) -> pd.DataFrame:
     rows.append({"claim": "Finding 6: requests per minute are 43-48x the number of instances (generator "
                  "input: requests_per_minute / 32 instances)", "band": "[43, 48]",
                  "trace": AGENT_LABEL, "reproduced": per_instance, "within": bool(43 <= per_instance <= 48)})
-    for label, paper in (("Mooncake conversation", 0.40), ("Mooncake synthetic", 0.66)):
+    for label, paper in zip(_PUBLIC, (0.40, 0.66)):
         if (label, "reuse_ratio") in summary.index:
             value = summary[(label, "reuse_ratio")]
             rows.append({"claim": f"Mooncake paper Table 2: cache ratio ~{paper:g}",
