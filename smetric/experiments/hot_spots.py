@@ -28,8 +28,8 @@ from ..workload.context import CONTEXT_VARIANTS
 from .screening import top_by_name
 from .verdicts import PaperValue, gain_interval, point_table
 
-__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "fanout_of", "resolve", "levels", "level_setup",
-           "gains", "judge", "point_label"]
+__all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "resolve", "levels", "level_setup", "gains",
+           "judge", "point_label"]
 
 #: The label of the testbed default (the first level of every axis).
 DEFAULT = "default"
@@ -99,12 +99,17 @@ def levels(axes: Mapping[str, Sequence]) -> list[tuple[str, str, dict]]:
 
 def resolve(overrides: Mapping, policy: str) -> tuple[dict, dict]:
     """``(cluster overrides, workload overrides)`` of one level for ``policy``."""
+    import dataclasses
+
     from ..cluster.router_info import RouterInfo
+    from ..workload.fanout import fitted_fanout
     from .robustness import arrival_process, router_info
 
     cluster, workload = {}, dict(overrides.get("workload", {}))
-    if isinstance(workload.get("fanout"), str):
-        workload["fanout"] = fanout_of(workload["fanout"])
+    if isinstance(workload.get("fanout"), str):  # NAME or NAME@P (module docstring)
+        name, _, prob = workload["fanout"].partition("@")
+        fan = fitted_fanout(name)
+        workload["fanout"] = dataclasses.replace(fan, spawn_prob=float(prob)) if prob else fan
     if "arrival" in overrides:
         workload["arrival"] = arrival_process(overrides["arrival"])
     router = overrides.get("router")
@@ -113,17 +118,6 @@ def resolve(overrides: Mapping, policy: str) -> tuple[dict, dict]:
     elif router is not None:
         cluster["router"] = RouterInfo(**router)
     return cluster, workload
-
-
-def fanout_of(spec: str):
-    """The :class:`~smetric.workload.fanout.FanOut` of ``NAME`` or ``NAME@P`` (module docstring)."""
-    import dataclasses
-
-    from ..workload.fanout import fitted_fanout
-
-    name, _, prob = spec.partition("@")
-    fan = fitted_fanout(name)
-    return dataclasses.replace(fan, spawn_prob=float(prob)) if prob else fan
 
 
 def applies(overrides: Mapping, workload: str) -> bool:
@@ -157,26 +151,15 @@ def gains(results: pd.DataFrame, screening: Sequence[int], comparators: Sequence
             base = best[w] if comp == "best" else comp
             theirs = test.loc[base]
             for seed in ours.index:
-                if not theirs.loc[seed, "goodput_tps"] > 0:
-                    raise ValueError(f"{w}, {axis}={level}: {base} has goodput {theirs.loc[seed, 'goodput_tps']!r} "
-                                     f"at seed {seed}; a relative gain needs a positive baseline")
+                mine, other = ours.loc[seed, "goodput_tps"], theirs.loc[seed, "goodput_tps"]
+                if not other > 0:
+                    raise ValueError(f"{w}, {axis}={level}: {base} has goodput {other!r} at seed {seed}; a relative "
+                                     "gain needs a positive baseline")
                 rows.append({"workload": w, "axis": axis, "level": level, "comparator": comp, "baseline": base,
-                             "seed": int(seed),
-                             "gain": ours.loc[seed, "goodput_tps"] / theirs.loc[seed, "goodput_tps"] - 1.0,
-                             "smetric_goodput_tps": ours.loc[seed, "goodput_tps"],
-                             "baseline_goodput_tps": theirs.loc[seed, "goodput_tps"],
-                             **{f"smetric_{k}": ours.loc[seed, k] for k in DIAGNOSTICS},
+                             "seed": int(seed), "gain": mine / other - 1.0, "smetric_goodput_tps": mine,
+                             "baseline_goodput_tps": other, **{f"smetric_{k}": ours.loc[seed, k] for k in DIAGNOSTICS},
                              **{f"baseline_{k}": theirs.loc[seed, k] for k in DIAGNOSTICS}})
     return pd.DataFrame(rows)
-
-
-def _judged(frame: pd.DataFrame, paper: PaperValue) -> pd.DataFrame:
-    """``frame`` (one row per point: ``gain_mean, ci_low, ci_high, n_seeds``) with the rule's columns, Holm over
-    its points (as :func:`~smetric.experiments.verdicts.claim_columns` judges one claim)."""
-    table = point_table(paper, frame["gain_mean"].tolist(), frame["ci_low"].tolist(), frame["ci_high"].tolist(),
-                        frame["n_seeds"].astype(int).tolist())
-    cols = ["rule", "p_value", "p_adjusted", "mde", "verdict", "verdict_uncorrected"]
-    return frame.reset_index(drop=True).assign(**{c: table[c].to_numpy() for c in cols})
 
 
 def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperValue) -> pd.DataFrame:
@@ -190,6 +173,7 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
     Diagnostics and goodputs are seed means."""
     diag = [c for c in per_seed.columns if c.startswith(("smetric_", "baseline_"))]
     keys = ["workload", "axis", "level", "comparator"]
+    rules = ["rule", "p_value", "p_adjusted", "mde", "verdict", "verdict_uncorrected"]  # verdicts.point_table's
     default = per_seed[per_seed["axis"] == DEFAULT].set_index(["workload", "comparator", "seed"])["gain"]
     parts = []
     for statistic, paper in (("gain", gain_paper), ("growth", growth_paper)):
@@ -207,11 +191,13 @@ def judge(per_seed: pd.DataFrame, gain_paper: PaperValue, growth_paper: PaperVal
                 rows.append({**dict(zip(keys, key)), "statistic": statistic, "baseline": "/".join(dict.fromkeys(
                     g["baseline"])), "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n,
                     **g[diag].mean().to_dict()})
-            if rows:
-                parts.append(_judged(pd.DataFrame(rows), paper))
+            if rows:  # one claim: Holm over the family's points, as verdicts.claim_columns judges a claim
+                family = pd.DataFrame(rows)
+                judged = point_table(paper, family["gain_mean"].tolist(), family["ci_low"].tolist(),
+                                     family["ci_high"].tolist(), family["n_seeds"].astype(int).tolist())
+                parts.append(family.assign(**{c: judged[c].to_numpy() for c in rules}))
     table = pd.concat(parts, ignore_index=True)
-    first = ["statistic", *keys, "baseline", "gain_mean", "ci_low", "ci_high", "n_seeds", "rule", "p_value",
-             "p_adjusted", "mde", "verdict", "verdict_uncorrected"]
+    first = ["statistic", *keys, "baseline", "gain_mean", "ci_low", "ci_high", "n_seeds", *rules]
     return table[first + [c for c in table.columns if c not in first]]
 
 

@@ -40,6 +40,7 @@ from ..cluster.simulate import simulate
 from ..hardware import PerfModel
 from ..hardware.kernel import prefill_time_nb
 from ..numba_cache import refresh_module
+from ..plotting import legend_below, set_style
 from ..policies.signals import attention_tokens
 from ..testbeds import (
     DEFAULT_WORKLOAD,
@@ -60,6 +61,7 @@ from .comparison import Comparison, Panel, row_interval, run_comparison, workloa
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
 from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
+from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
     "POLICY_LABELS", "no_global_tier", "plot_no_global_tier", "no_global_tier_claims",
@@ -140,9 +142,6 @@ def plot_no_global_tier(frame: pd.DataFrame):
     """Reuse ratio and goodput vs offered load, one line per policy, one row per workload; returns the Figure."""
     import seaborn as sns
 
-    from ..plotting import legend_below, set_style
-    from .workload_rows import row_grid, row_title
-
     set_style()
     data = frame.assign(scheduler=frame["policy"].map(_label), goodput_ktps=frame["goodput_tps"] / 1e3)
     fig, rows = row_grid(data, 2, width=11, height=4.2)
@@ -171,9 +170,8 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     """
     mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
     ref = float(mean["goodput_tps"]["bailian"].idxmax())
-    at = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "lmetric"])]
-    reuse = paired_gains(at, "hit_ratio", ours="lmetric", baselines=["bailian"])
-    tps = paired_gains(at, "goodput_tps", ours="lmetric", baselines=["bailian"])
+    at = frame[frame["rpm_per_instance"] == ref]
+    reuse, tps = (paired_gains(at, v, ours="lmetric", baselines=["bailian"]) for v in ("hit_ratio", "goodput_tps"))
     reuse_iv, tps_iv = gain_interval(reuse["gain"]), gain_interval(tps["gain"])
     rb, rl = reuse["baseline"], reuse["ours"]
     where = (f"at {ref:g} req/min/instance (BAILIAN's seed-mean goodput peak), no global store, no DRAM, "
@@ -194,15 +192,14 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
         why = "BAILIAN keeps more of the sessions' KV local than LMetric"
     affinity = ""
     if "cache-affinity" in mean["hit_ratio"]:
-        cache_aff = frame[(frame["rpm_per_instance"] == ref) & frame["policy"].isin(["bailian", "cache-affinity"])]
-        aff = gain_interval(paired_gains(cache_aff, "goodput_tps", ours="cache-affinity",
-                                         baselines=["bailian"])["gain"])
+        aff = gain_interval(paired_gains(at, "goodput_tps", ours="cache-affinity", baselines=["bailian"])["gain"])
         affinity = (f"; pure cache affinity (the deterministic KV-favouring extreme) reaches "
                     f"{mean['hit_ratio']['cache-affinity'][ref]:.2f} reuse and {aff.mean:+.0%} goodput vs BAILIAN "
                     f"(95 % CI {aff.low:+.0%}..{aff.high:+.0%})")
     rule = ("verdict from the paired t-interval of the per-seed relative change vs the paper's value "
             "(smetric.experiments.verdicts: reproduced / direction only / inconclusive / smaller than claimed / "
             "contradicted)")
+    pair = {"points": ["lmetric vs bailian"], "comparators": ["bailian"]}
     return [
         {"claim_id": "C8_reuse_no_global",
          "reproduced": (f"reuse BAILIAN {_seed_spread(rb)} vs LMetric {_seed_spread(rl)} {where}; LMetric vs BAILIAN "
@@ -210,14 +207,12 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
                         f"seed means over {loads}: BAILIAN {reuse_b.min():.2f}-{reuse_b.max():.2f}, LMetric "
                         f"{reuse_l.min():.2f}-{reuse_l.max():.2f}"),
          "reason": f"{rule}; {why}{affinity}",
-         **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"), points=["lmetric vs bailian"],
-                         comparators=["bailian"])},
+         **claim_columns([reuse_iv], paper_value("C8_reuse_no_global"), **pair)},
         {"claim_id": "C8_tps_no_global",
          "reproduced": (f"LMetric goodput {tps_iv.mean:+.1%} vs BAILIAN (95 % CI {tps_iv.low:+.1%}.."
                         f"{tps_iv.high:+.1%}) {where}"),
          "reason": f"{rule}; {why}" + ("; with less reuse BAILIAN saturates first" if tps_iv.mean > 0 else ""),
-         **claim_columns([tps_iv], paper_value("C8_tps_no_global"), points=["lmetric vs bailian"],
-                         comparators=["bailian"])},
+         **claim_columns([tps_iv], paper_value("C8_tps_no_global"), **pair)},
     ]
 
 
@@ -309,9 +304,6 @@ def plot_global_tier(frame: pd.DataFrame):
     """Heatmaps over (capacity, bandwidth): load-only's gap to the best policy, and load-only's hit ratio; one row
     per workload."""
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title
 
     set_style()
     fig, rows = row_grid(frame, 2, width=13, height=4.6, gridspec_kw={"width_ratios": [1.35, 1]})
@@ -479,9 +471,6 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
     """Per workload: requests per instance over time (a heatmap per policy), then max/mean over time per signal."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import set_style
-    from .workload_rows import workload_frames
-
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
     frames = workload_frames(frame)
@@ -497,8 +486,6 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
                       paper: bool) -> None:
     """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
     import seaborn as sns
-
-    from .workload_rows import row_title
 
     prefix = row_title(workload)
     first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
@@ -536,9 +523,8 @@ def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, p
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
     """C10 row (descriptive, band-based): session-sticky's requests max/mean, the mean over seeds of each
     seed's mean over windows; reproduced when inside the band of ``data/paper_claims.csv`` (2.17x +- 20 %),
-    direction only when above
-    SMETRIC's on every seed, else not reproduced; undetermined when a seed's ratio is undefined (every window
-    idle). The seed spread is reported."""
+    direction only when above SMETRIC's on every seed, else not reproduced; undetermined when a seed's ratio is
+    undefined (every window idle). The seed spread is reported."""
     lo, hi, source = claim_band("C10_sticky_imbalance")
     per = imbalance_per_seed(frame)
     table = per.pivot(index="seed", columns="policy", values=["requests_imbalance", "kv_imbalance", "work_imbalance"])
@@ -568,8 +554,8 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
         "reason": (f"descriptive claim, band rule: inside [{lo:g}, {hi:g}] ({source}) -> reproduced; above SMETRIC "
                    f"on every seed -> direction only. Signal = running + waiting requests per instance, window means "
                    f"of the engine's samples, max/mean over the {frame['instance'].nunique()} instances per window, "
-                   f"averaged over the "
-                   f"windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} req/min/instance, then over "
+                   f"averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
+                   f"req/min/instance, then over "
                    f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
                    "sessions to their first instance, whose queue then grows; a few requests per instance also "
                    f"inflate max/mean (load-only shows that floor){undefined}"),
@@ -590,8 +576,10 @@ def _chunked_prefill_seconds(coef, new, cached, chunk):
     return out
 
 
-def _queue_sums(values: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Sum of ``values`` over random queues of the given sizes (members drawn with replacement), per metric."""
+def _queue_sums(values: np.ndarray, q: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sum of ``values`` over ``n`` random queues of ``1 + Poisson(q - 1)`` requests (drawn with replacement), per
+    metric."""
+    sizes = 1 + rng.poisson(q - 1.0, size=n)
     members = rng.integers(0, values.shape[0], size=(len(sizes), int(sizes.max())))
     mask = np.arange(members.shape[1]) < sizes[:, None]
     return np.einsum("qk,qkm->qm", mask.astype(float), values[members])
@@ -665,22 +653,20 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
                "attention cost": attention_tokens(new, prompt, perf.l_eq)}
     names = list(metrics)
     values = np.column_stack([truth] + [metrics[m] for m in names])  # column 0 = truth
-    rows = []
+    rows, scale = [], {}  # scale: the proportional fit's seconds per unit of each metric
     for j, name in enumerate(names, start=1):
         m = values[:, j]
-        k = np.median(truth / m)
+        k = scale[name] = np.median(truth / m)
         stats = {"spearman": pd.Series(m).corr(pd.Series(truth), method="spearman") if m.std() > 0 else 0.0,
                  "r2": float(np.corrcoef(m, truth)[0, 1] ** 2) if m.std() > 0 else 0.0,
                  "median_ape": float(np.median(np.abs(k * m / truth - 1.0)))}
         rows += [{"panel": "fit", "metric": name, "stat": s, "value": float(v)} for s, v in stats.items()]
     rng = np.random.default_rng(seed)
     for q in qs:
-        sizes = 1 + rng.poisson(q - 1.0, size=2 * n_pairs)
-        sums = _queue_sums(values, sizes, rng)
+        sums = _queue_sums(values, q, 2 * n_pairs, rng)
         a, b = sums[:n_pairs], sums[n_pairs:]
         true_sign = np.sign(a[:, 0] - b[:, 0])
-        sizes = 1 + rng.poisson(q - 1.0, size=n_decisions * n_instances)
-        sums = _queue_sums(values, sizes, rng).reshape(n_decisions, n_instances, -1)
+        sums = _queue_sums(values, q, n_decisions * n_instances, rng).reshape(n_decisions, n_instances, -1)
         best = sums[:, :, 0].min(axis=1)
         noise = rng.random((n_decisions, n_instances))  # random tie-break
         for j, name in enumerate(names, start=1):
@@ -690,18 +676,14 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
             tied = score == score.min(axis=1, keepdims=True)
             pick = np.argmax(np.where(tied, noise, -1.0), axis=1)
             chosen = sums[np.arange(n_decisions), pick, 0]
-            rows += [{"panel": "pairs", "metric": name, "queue_len": q, "stat": "correct", "value": float(correct)},
-                     {"panel": "argmin", "metric": name, "queue_len": q, "stat": "optimal",
-                      "value": float(np.mean(chosen <= best))},
-                     {"panel": "argmin", "metric": name, "queue_len": q, "stat": "excess_s",
-                      "value": float(np.mean(chosen - best))}]
+            measured = (("pairs", "correct", correct), ("argmin", "optimal", np.mean(chosen <= best)),
+                     ("argmin", "excess_s", np.mean(chosen - best)))
+            rows += [{"panel": p, "metric": name, "queue_len": q, "stat": s, "value": float(v)} for p, s, v in measured]
     sample = rng.choice(len(truth), size=min(n_scatter, len(truth)), replace=False)
     for j, name in enumerate(names[1:], start=2):
-        k = np.median(truth / values[:, j])
         rows += [{"panel": "scatter", "metric": name, "stat": "predicted_over_true",
-                  "value": float(k * values[i, j] / truth[i]), "x": float(prompt[i])} for i in sample]
-    frame = pd.DataFrame(rows, columns=["panel", "metric", "queue_len", "stat", "value", "x"])
-    return frame
+                  "value": float(scale[name] * values[i, j] / truth[i]), "x": float(prompt[i])} for i in sample]
+    return pd.DataFrame(rows, columns=["panel", "metric", "queue_len", "stat", "value", "x"])
 
 
 def plot_load_metric_accuracy(frame: pd.DataFrame):
@@ -709,9 +691,6 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
     per workload."""
     import matplotlib.pyplot as plt
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title
 
     set_style()
     order = list(dict.fromkeys(frame["metric"]))
@@ -727,19 +706,16 @@ def plot_load_metric_accuracy(frame: pd.DataFrame):
                     ylabel="predicted / true prefill time",
                     title=f"{prefix}per request (proportional fit,\nk = median seconds per unit)")
         pairs = sub[sub["panel"] == "pairs"]
-        sns.lineplot(pairs, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[1],
-                     legend=False, seed=0)
-        axes[1].set(xscale="log", xlabel="mean queue length (requests)",
-                    ylabel="share of queue pairs ordered right", ylim=(0.45, 1.0),
-                    title=f"{prefix}which of two queues\nfinishes its prefill first?")
         queue_lengths = sorted(pairs["queue_len"].unique())
-        regret = sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")]
-        sns.lineplot(regret, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=axes[2],
-                     legend=False, seed=0)
-        axes[2].set(xscale="log", yscale="log", xlabel="mean queue length (requests)",
-                    ylabel="extra queued prefill of the pick (s)",
-                    title=f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded")
-        for ax in axes[1:]:
+        panels = ((pairs, {"ylabel": "share of queue pairs ordered right", "ylim": (0.45, 1.0),
+                           "title": f"{prefix}which of two queues\nfinishes its prefill first?"}),
+                  (sub[(sub["panel"] == "argmin") & (sub["stat"] == "excess_s")],
+                   {"yscale": "log", "ylabel": "extra queued prefill of the pick (s)",
+                    "title": f"{prefix}least-loaded instance by the metric:\nexcess over the true least-loaded"}))
+        for ax, (data, labels) in zip(axes[1:], panels):
+            sns.lineplot(data, x="queue_len", y="value", hue="metric", palette=palette, marker="o", ax=ax,
+                         legend=False, seed=0)
+            ax.set(xscale="log", xlabel="mean queue length (requests)", **labels)
             ax.set_xticks(queue_lengths, [f"{q:g}" for q in queue_lengths])
             ax.minorticks_off()
     handles = [plt.Line2D([], [], color=palette[m], marker="o", ls="-") for m in order]

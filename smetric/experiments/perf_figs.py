@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..hardware import calibration, profiles
 from ..hardware.efficiency import load_efficiencies
+from ..plotting import set_style
 
 __all__ = ["perf_validation", "perf_mape", "plot_perf_validation"]
 
@@ -70,8 +71,6 @@ def plot_perf_validation(validation: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import NullFormatter
-
-    from ..plotting import set_style
 
     set_style()
     datasets = [d for d in _DATASET_ORDER if d in set(validation["dataset"].astype(str))]

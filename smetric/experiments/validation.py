@@ -42,14 +42,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..plotting import set_style
 from ..testbeds import PROVISIONED, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
 from .verdicts import gain_interval
 
 __all__ = ["LMETRIC_RPM", "LMETRIC_INSTANCES", "IMPLIED_CAPACITY_RPM", "FINDING6_RPM", "KNEE_ATTAINMENT",
            "CONSISTENT_BAND", "DECODE_ERROR", "LMETRIC_SETUPS", "PRIMARY_SETUP", "lmetric_cluster", "validation_runs",
-           "knee",
-           "knee_table", "point_table", "arrived_shares", "consistency", "perf_model_table", "plot_validation"]
+           "knee", "knee_table", "point_table", "arrived_shares", "consistency", "perf_model_table", "plot_validation"]
 
 #: LMetric's artifact point: 5.97 req/s x 2.4 = 14.3 req/s on 16 instances (kv-path.md; blitz-router ae/).
 LMETRIC_RPM = 53.8
@@ -199,22 +199,20 @@ def knee_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per (block, preset, setup): the best router's SLO knee and its capacity (median TTFT <= 1 s), mean and
     95 % t-interval over seeds (``censored`` counts seeds whose crossing lies outside the grid, ``knee_below_grid``
     those already below the SLO share at the lowest load)."""
-    rows = []
-    for (block, preset, setup, policy, seed), sub in df.groupby(["block", "preset", "setup", "policy", "seed"],
-                                                                sort=False):
+    rows, keys = [], ["block", "preset", "setup", "policy", "seed"]
+    for key, sub in df.groupby(keys, sort=False):
         if sub["rpm_per_instance"].nunique() < 2:
             continue
-        rows.append({"block": block, "preset": preset, "setup": setup, "policy": policy, "seed": seed,
-                     "knee": knee(sub["rpm_per_instance"], sub["slo_attainment"]),
+        rows.append({**dict(zip(keys, key)), "knee": knee(sub["rpm_per_instance"], sub["slo_attainment"]),
                      "capacity": knee(sub["rpm_per_instance"], sub["ttft_p50"], 1.0, higher_is_better=False)})
     per_seed = pd.DataFrame(rows)
     out = []
-    for (block, preset, setup), sub in per_seed.groupby(["block", "preset", "setup"], sort=False):
+    for key, sub in per_seed.groupby(keys[:3], sort=False):
         means = sub.groupby("policy", sort=True)["knee"].mean().fillna(-np.inf)  # below the grid: worst
         best = str(means.idxmax())
         mine = sub[sub["policy"] == best]
         k, c = _interval(mine["knee"]), _interval(mine["capacity"])
-        out.append({"block": block, "preset": preset, "setup": setup, "best_router": best,
+        out.append({**dict(zip(keys[:3], key)), "best_router": best,
                     "knee": k["mean"], "knee_low": k["ci_low"], "knee_high": k["ci_high"], "n_seeds": k["n_seeds"],
                     "knee_censored": k["censored"], "knee_below_grid": int(mine["knee"].isna().sum()),
                     "capacity": c["mean"], "capacity_low": c["ci_low"],
@@ -255,13 +253,11 @@ def consistency(df: pd.DataFrame) -> dict:
             "serves_slo": bool(p["slo_attainment"] >= KNEE_ATTAINMENT),
             "slo_decode_fast": float(p.get("slo_attainment_decode_fast", np.nan)),
             "slo_decode_slow": float(p.get("slo_attainment_decode_slow", np.nan)),
-            "slo_attainment": float(p["slo_attainment"]), "slo_low": float(p["slo_low"]),
-            "slo_high": float(p["slo_high"]), "knee": float(primary["knee"]), "capacity": float(primary["capacity"]),
+            **{k: float(primary[k]) for k in ("knee", "capacity")},
             "knee_ratio": float(primary["knee"] / IMPLIED_CAPACITY_RPM),
             "capacity_ratio": float(primary["capacity"] / IMPLIED_CAPACITY_RPM), "cause": cause,
-            "ttft_miss": float(p["ttft_miss"]), "tpot_miss": float(p["tpot_miss"]),
-            "tpot_p50": float(p["tpot_p50"]), "tpot_p99": float(p["tpot_p99"]),
-            "running_mean": float(p["running_mean"]), "busy_mean": float(p["busy_mean"])}
+            **{k: float(p[k]) for k in ("slo_attainment", "slo_low", "slo_high", "ttft_miss", "tpot_miss", "tpot_p50",
+                                        "tpot_p99", "running_mean", "busy_mean")}}
 
 
 def perf_model_table() -> pd.DataFrame:
@@ -308,8 +304,6 @@ def plot_validation(df: pd.DataFrame):
     (b) every preset's attainment vs load (best router, mean over seeds) against Finding 6's band;
     (c) knee per preset with its interval."""
     import matplotlib.pyplot as plt
-
-    from ..plotting import set_style
 
     set_style()
     knees = knee_table(df)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..plotting import legend_below, set_style
 from ..testbeds import load_figure_trace
 from ..workload import Workload, load_trace
 from ..workload.characterize import DEFAULT_LRU_BLOCKS, REUSE_WINDOW_S, characterize, prefix_reuse, session_token_lorenz
@@ -37,6 +38,7 @@ CHAT_LABEL = preset_label("chat")
 AGENT_TRACE_LABEL = "Claude Code (real agent trace)"
 SHARED_PREFIX_LABEL = "Claude Code, shared tool/system prefix"
 _TRACE_LABELS = {"mooncake-conversation": "Mooncake conversation", "mooncake-synthetic": "Mooncake synthetic"}
+_PUBLIC = tuple(_TRACE_LABELS.values())
 _N_QUANTILES = 201
 
 
@@ -93,34 +95,31 @@ def plot_workload_characterization(frame: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from ..plotting import legend_below, set_style
-
     set_style()
     order = list(dict.fromkeys(frame["trace"]))
     palette = dict(zip(order, sns.color_palette("colorblind", len(order))))
+    kw = dict(y="y", hue="trace", hue_order=order, palette=palette)
+    ref = dict(color="0.3", ls="--", lw=1)  # the paper's threshold
     fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
     axes = axes.ravel()
     panel = {name: frame[frame["panel"] == name] for name in ("reuse", "source", "distance_cdf", "lorenz")}
-    sns.barplot(panel["reuse"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[0], seed=0)
-    axes[0].axhline(0.8, color="0.3", ls="--", lw=1)
+    sns.barplot(panel["reuse"], x="category", ax=axes[0], seed=0, **kw)
+    axes[0].axhline(0.8, **ref)
     axes[0].set(xlabel="", ylabel="prefix reuse (share of input tokens)", ylim=(0, 1),
                 title="Reuse (F1, F3): agent > 80 %,\nfirst turns 18-20 %")
-    sns.barplot(panel["source"], x="category", y="y", hue="trace", hue_order=order, palette=palette, ax=axes[1],
-                legend=False, seed=0)
-    axes[1].axhline(0.65, color="0.3", ls="--", lw=1)
+    sns.barplot(panel["source"], x="category", ax=axes[1], legend=False, seed=0, **kw)
+    axes[1].axhline(0.65, **ref)
     axes[1].set(xlabel="", ylabel="share of reused tokens", ylim=(0, 1), title="Where reuse comes from (F2):\n"
                 "> 65 % intra-session")
     dist = panel["distance_cdf"].assign(x=lambda d: d["x"].clip(lower=0.1))
     # errorbar=None: clipped points share x = 0.1, and a bootstrapped band there would draw from the global RNG
-    sns.lineplot(dist, x="x", y="y", hue="trace", hue_order=order, palette=palette, errorbar=None, ax=axes[2],
-                 legend=False)
-    axes[2].axvline(REUSE_WINDOW_S, color="0.3", ls="--", lw=1)
+    sns.lineplot(dist, x="x", errorbar=None, ax=axes[2], legend=False, **kw)
+    axes[2].axvline(REUSE_WINDOW_S, **ref)
     axes[2].set(xscale="log", xlabel="time since the matched prefix was last used (s; < 0.1 s drawn at 0.1)",
                 ylabel="CDF of reuses",
                 title="Reuse distance (F4):\n~90 % within ~100 s")
-    sns.lineplot(panel["lorenz"], x="x", y="y", hue="trace", hue_order=order, palette=palette, errorbar=None,
-                 ax=axes[3], legend=False)
-    axes[3].axvline(0.25, color="0.3", ls="--", lw=1)
+    sns.lineplot(panel["lorenz"], x="x", errorbar=None, ax=axes[3], legend=False, **kw)
+    axes[3].axvline(0.25, **ref)
     axes[3].axhline(0.8, color="0.3", ls=":", lw=1)
     axes[3].set(xlabel="top share of sessions (by tokens)", ylabel="share of all tokens", xlim=(0, 1), ylim=(0, 1),
                 title="Session skew (F5):\ntop 25 % carry > 80 %")
@@ -145,7 +144,7 @@ def workload_claims(frame: pd.DataFrame) -> pd.DataFrame:
     rows.append({"claim": "Finding 6: requests per minute are 43-48x the number of instances (generator "
                  "input: requests_per_minute / 32 instances)", "band": "[43, 48]",
                  "trace": AGENT_LABEL, "reproduced": per_instance, "within": bool(43 <= per_instance <= 48)})
-    for label, paper in (("Mooncake conversation", 0.40), ("Mooncake synthetic", 0.66)):
+    for label, paper in zip(_PUBLIC, (0.40, 0.66)):
         if (label, "reuse_ratio") in summary.index:
             value = summary[(label, "reuse_ratio")]
             rows.append({"claim": f"Mooncake paper Table 2: cache ratio ~{paper:g}",
@@ -162,7 +161,6 @@ _FINDINGS = {
     "C4_reuse_distance": "reuse_within_100s",
     "C5_session_skew": "top25_session_token_share",
 }
-_PUBLIC = ("Mooncake conversation", "Mooncake synthetic")
 
 
 def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:

@@ -1,10 +1,9 @@
 """A figure's workload rows: its main workload, and the real agent trace run beside it on the same code path.
 
 Every main figure runs the real Claude Code sessions of kv-cache-tester (``claude-code``) beside the preset
-closest to the paper's traffic (``bailian-coder``) in every main figure. A figure does it with one
-parameter, ``second_row`` (a dict of its own parameters: at least ``workload``, and the loads that
-bracket that workload's peak -- a ~122k-token agent trace peaks near 5-6 requests/min/instance on the
-30B testbed, not near 50), and three calls:
+closest to the paper's traffic (``bailian-coder``). A figure does it with one parameter, ``second_row`` (a
+dict of its own parameters: at least ``workload``, and the loads that bracket that workload's peak -- a
+~122k-token agent trace peaks near 5-6 requests/min/instance on the 30B testbed, not near 50), and three calls:
 
 * :func:`compute_rows` runs the figure's experiment on the main parameters and again on them with
   ``second_row`` applied, and labels every row of the result with its ``workload``;
@@ -66,15 +65,15 @@ def compute_rows(p: FigureParams, run: Callable[[FigureParams], pd.DataFrame]) -
     labels = [row_label(q) for q in rows]
     if len(set(labels)) != len(labels):
         raise ValueError(f"the second row repeats the main workload {labels[0]!r}")
-    frames = []
-    for q, label in zip(rows, labels):
-        frame = run(q)
-        if "workload" in frame.columns:
-            frame = frame.assign(workload=label)
-        else:
-            frame.insert(0, "workload", label)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([_labelled(run(q), label) for q, label in zip(rows, labels)], ignore_index=True)
+
+
+def _labelled(frame: pd.DataFrame, workload: str) -> pd.DataFrame:
+    """``frame`` with a ``workload`` column set to ``workload`` (inserted first where it has none)."""
+    if "workload" in frame.columns:
+        return frame.assign(workload=workload)
+    frame.insert(0, "workload", workload)
+    return frame
 
 
 def workload_frames(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -90,12 +89,7 @@ def per_workload(df: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame]
     without a ``workload`` column is one table, unlabelled."""
     if "workload" not in df.columns:
         return table(df)
-    frames = []
-    for workload, sub in workload_frames(df):
-        frame = table(sub)
-        frame.insert(0, "workload", workload)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([_labelled(table(sub), workload) for workload, sub in workload_frames(df)], ignore_index=True)
 
 
 def row_title(workload: str, text: str = "") -> str:

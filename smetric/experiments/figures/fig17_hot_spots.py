@@ -14,17 +14,11 @@ Two claims of ``data/paper_claims.csv`` judge it by the package's rules (:mod:`~
 
 The same rules are applied, in the CSV only, to the gains over LMetric and over Dynamo each (``comparator``).
 
-**Axes** (:data:`~smetric.experiments.hot_spots.AXES`; each level's source there): burstiness (Poisson session
-starts vs the Gamma-renewal and MMPP processes fitted to the Azure 2023 code trace), router refresh interval
-(exact vs 50 ms / 1 s / 5 s snapshots of the engine state and KV utilisation), router replicas (1 vs 4 and 8,
-requests spread uniformly or by session hash) and the "as deployed" information model (each policy with its
-sourced preset), fan-out (on ``bailian-coder`` the sub-agent fan-out measured on the Claude Code trace, and
-the same with 10 % of turns spawning; on the trace its sub-agents split off into sessions of their own, the
-default keeping them attached and joined) and context growth (``bailian-coder``'s 14k compaction cap replaced by
-the threshold and summary measured on the Claude Code trace; the trace has no cap). A level that names its
-workloads (``only``) runs on those alone. No diurnal level: the measured windows are minutes long, and no
-shipped trace spans a day to fit an amplitude (data/presets/arrivals.json), so a diurnal profile would only
-shift the offered rate, which the load already sets.
+**Axes** (:data:`~smetric.experiments.hot_spots.AXES`, which lists every level with its source): burstiness,
+router refresh interval, router replicas, the "as deployed" information model, fan-out and context growth, each
+moving one mechanism from the testbed default. A level that names its workloads (``only``) runs on those alone. No
+diurnal level: the measured windows are minutes long, and no shipped trace spans a day to fit an amplitude
+(data/presets/arrivals.json), so a diurnal profile would only shift the offered rate, which the load already sets.
 
 **Setup.** The 30B testbed on 16 instances (half the paper's 32, to fit the budget: sessions per instance, and so
 the per-instance load, do not depend on the count), ``bailian-coder`` over a 2-minute window and the Claude Code
@@ -48,14 +42,15 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from ...plotting import set_style
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
-from ..comparison import Comparison, Panel, run_comparison
+from ..comparison import Comparison, Panel, row_interval, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
-from ..verdicts import percent
+from ..verdicts import claim_columns, percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
@@ -164,8 +159,6 @@ def plot(df: pd.DataFrame):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter
 
-    from ...plotting import set_style
-
     set_style()
     gain = df[df["statistic"] == "gain"]
     workloads = list(dict.fromkeys(gain["workload"]))
@@ -204,28 +197,23 @@ def plot(df: pd.DataFrame):
 
 def claims(df: pd.DataFrame) -> list[dict]:
     """``C18_hot_spots`` and ``C18_hot_spot_growth`` over the best baseline, one point per workload and level."""
-    from ..verdicts import Interval, claim_columns
-
+    first = df.drop_duplicates("workload")
+    loads = ", ".join(f"{w} {r:.3g} rpm/instance" for w, r in zip(first["workload"], first["rpm_per_instance"]))
     rows = []
     for statistic, claim in CLAIMS.items():
         sub = df[(df["statistic"] == statistic) & (df["comparator"] == "best")]
         if sub.empty:
             continue
-        ivs = [Interval(r.gain_mean, r.ci_low, r.ci_high, int(r.n_seeds)) for r in sub.itertuples()]
         points = [hs.point_label(r) for _, r in sub.iterrows()]
-        cols = claim_columns(ivs, paper_value(claim), points=points, comparators=list(sub["baseline"]))
+        cols = claim_columns([row_interval(r) for _, r in sub.iterrows()], paper_value(claim), points=points,
+                             comparators=list(sub["baseline"]))
         held = sub[sub["verdict"].isin(_HOLDS)]
         text = "; ".join(f"{hs.point_label(r)} {percent(r['gain_mean'])} %" for _, r in held.iterrows()) or "no point"
         what = "gain" if statistic == "gain" else "change of the gain from the default"
         rows.append({"claim_id": claim, "reproduced": f"{what} holds at: {text}", **cols,
                      "reason": f"{len(sub)} points (both workloads, each level; comparator fixed on screening "
-                               f"seeds), Holm over them; load {_loads(df)}"})
+                               f"seeds), Holm over them; load {loads}"})
     return rows
-
-
-def _loads(df: pd.DataFrame) -> str:
-    first = df.drop_duplicates("workload")
-    return ", ".join(f"{w} {r:.3g} rpm/instance" for w, r in zip(first["workload"], first["rpm_per_instance"]))
 
 
 def findings(df: pd.DataFrame) -> str:
@@ -246,11 +234,11 @@ def findings(df: pd.DataFrame) -> str:
             for (ww, a, level), r in gain.iterrows():
                 if ww != w or a != axis:
                     continue
-                change = "runs as at the default" if (w, axis, level) not in growth.index else \
-                    f"change {percent(growth.loc[(w, axis, level), 'gain_mean'])} pts: " \
-                    f"{growth.loc[(w, axis, level), 'verdict']}"
+                key = (w, axis, level)
+                change = (f"change {percent(growth.loc[key, 'gain_mean'])} pts: {growth.loc[key, 'verdict']}"
+                          if key in growth.index else "runs as at the default")
                 parts.append(f"{level} {percent(r['gain_mean'])} % vs {r['baseline']} [{r['verdict']}; {change}; "
-                             f"imbalance "
-                             f"{r['baseline_imbalance_waiting_time_avg']:.2f}x/{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
+                             f"imbalance {r['baseline_imbalance_waiting_time_avg']:.2f}x/"
+                             f"{r['smetric_imbalance_waiting_time_avg']:.2f}x]")
             lines.append(f"  {axis}: " + "; ".join(parts))
     return "\n".join(lines)
