@@ -223,3 +223,22 @@ def test_a_shipped_lss_spec_replays_in_quick_mode():
     assert got["success_ratio"] == 1.0
     assert 0 < got["ttft_p50_s"] <= got["e2e_p50_s"] and 0 < got["tpot_p50_s"] < got["e2e_p50_s"]
     assert got["queue_mean_s"] >= 0 and got["queue_mean_s"] <= got["ttft_mean_s"]
+
+
+def test_strict_replay_target_compares_each_median_with_llmservingsims_own_error():
+    from smetric.realcluster.scoring import recorded_table, targets
+
+    def row(experiment, metric, measured, predicted, lss):
+        return {"experiment": experiment, "router": "vllm", "baseline": "vllm", "harness": "recorded-engine",
+                "metric": metric, "measured": measured, "predicted": predicted, "rel_error": predicted / measured - 1,
+                "blis_error": np.nan, "lss_error": lss}
+
+    frame = pd.DataFrame([row("a", "ttft_p50_s", 1.0, 1.05, -0.08), row("a", "tpot_p50_s", 0.02, 0.021, 0.01),
+                          row("a", "ttft_mean_s", 1.0, 3.0, 0.0), row("b", "e2e_p50_s", 10.0, 9.0, 0.1)])
+    table = recorded_table(frame)
+    assert list(table["metric"]) == ["ttft_p50_s", "tpot_p50_s", "e2e_p50_s"]  # medians only
+    assert list(table["within"]) == [True, False, True]  # |+5 %| <= |-8 %|; +5 % > 1 %; |-10 %| <= 10 %
+    strict = targets(frame).set_index("target").loc["strict_replay"]
+    assert strict["verdict"] == "missed" and strict["detail"] == "2 of 3 within; outside: a (1)"
+    none = targets(frame.drop(columns="lss_error")).set_index("target").loc["strict_replay"]
+    assert none["verdict"] == "n/a"

@@ -2,7 +2,8 @@
 
 The tidy frame (:func:`error_frame`) has one row per (experiment, router, metric) the model predicts, with the
 published value where there is one: ``experiment, router, baseline, harness, metric, measured, predicted,
-rel_error, blis_error``. Everything else -- router ratios, rankings, the targets -- is derived from it.
+rel_error, blis_error, lss_error`` (the last two: BLIS's and LLMServingSim's own published errors on the same run,
+where the spec gives them). Everything else -- router ratios, rankings, the targets -- is derived from it.
 
 **Targets** (stated before any replay; a benchmark, not a tuned quantity), each ``met`` or ``missed``:
 
@@ -17,7 +18,9 @@ rel_error, blis_error``. Everything else -- router ratios, rankings, the targets
 * ``ttft_p90``: every TTFT p90 within 20 % where the measured one is below 1 s; where it is queueing-dominated, the
   prediction on the same side of 1 s and 10 s as the measurement;
 * ``blis``: on the BLIS experiments, this package's median |error| at or below BLIS's own, for each of E2E, TTFT and
-  ITL means.
+  ITL means;
+* ``strict_replay``: on the recorded runs replayed request by request, each median (TTFT, TPOT, latency) within
+  LLMServingSim's own |error| on the same run (:func:`recorded_table`).
 
 A target with nothing published to score is ``n/a``, neither met nor missed.
 """
@@ -28,12 +31,13 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["THROUGHPUT", "RANK_TIE", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table",
-           "blis_table", "targets", "readme_tables", "as_specified", "before_after", "mechanism_table",
-           "MECHANISM_ORDER"]
+           "blis_table", "recorded_table", "targets", "readme_tables", "as_specified", "before_after",
+           "mechanism_table", "MECHANISM_ORDER"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
 _RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
 _BLIS_METRICS = ("e2e_mean_s", "ttft_mean_s", "itl_mean_s")
+_RECORDED_METRICS = ("ttft_p50_s", "tpot_p50_s", "e2e_p50_s")  # the per-request medians of a recorded run
 #: Two routers whose measured throughputs differ by less than this fraction (of the smaller) are a tie in the
 #: ranking: either predicted order counts as right. The harness's own noise, from llm-d's 73-capacity report
 #: (llm-d/llm-d-kv-cache ``benchmarking/73-capacity/README.md`` @ d070ea6, "QPS = 3.0" table): at 3 QPS, where
@@ -47,6 +51,7 @@ def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.
     rows = []
     for spec in specs:
         blis = spec.source.get("blis_error_pct", {}) or {}
+        lss = spec.source.get("lss_error_pct", {}) or {}
         for router, values in predicted[spec.name].items():
             published = spec.measured.get(router, {})
             for metric, pred in values.items():
@@ -55,7 +60,8 @@ def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.
                              "harness": spec.harness, "metric": metric, "measured": float(measured),
                              "predicted": float(pred),
                              "rel_error": (pred - measured) / measured if measured == measured and measured else np.nan,
-                             "blis_error": blis.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan})
+                             "blis_error": blis.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan,
+                             "lss_error": lss.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -128,6 +134,18 @@ def blis_table(df: pd.DataFrame) -> pd.DataFrame:
     return b[["experiment", "metric", "measured", "predicted", "rel_error", "blis_error"]].reset_index(drop=True)
 
 
+def recorded_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per recorded run and median (:data:`_RECORDED_METRICS`): this package's signed error beside LLMServingSim's
+    published one on the same run, and whether it is within it (``within``: |ours| <= |theirs|)."""
+    cols = ["experiment", "metric", "measured", "predicted", "rel_error", "lss_error", "within"]
+    if "lss_error" not in df.columns:
+        return pd.DataFrame(columns=cols)
+    r = _published(df)
+    r = r[r["lss_error"].notna() & r["metric"].isin(_RECORDED_METRICS)]
+    r = r.assign(within=r["rel_error"].abs() <= r["lss_error"].abs())
+    return r[cols].reset_index(drop=True)
+
+
 def _median_abs(x: pd.Series) -> float:
     return float(np.median(np.abs(x))) if len(x) else np.nan
 
@@ -180,6 +198,13 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
         ours, theirs = _median_abs(g["rel_error"]), _median_abs(g["blis_error"])
         add(f"blis_{metric}", f"median abs. error on BLIS's experiments <= BLIS's ({metric})", len(g), ours,
             ours <= theirs, f"BLIS {theirs:.1%} over {len(g)} experiments")
+    rec = recorded_table(df)
+    out = rec[~rec["within"]]
+    add("strict_replay", "per-request TTFT, TPOT and latency medians of each recorded run within LLMServingSim's own "
+        "|error| on it", len(rec), float(rec["within"].mean()) if len(rec) else np.nan, out.empty,
+        f"{int(rec['within'].sum())} of {len(rec)} within"
+        + (f"; outside: {', '.join(f'{e} ({n})' for e, n in out.groupby('experiment', sort=False).size().items())}"
+           if len(out) else ""))
     return pd.DataFrame(rows)
 
 

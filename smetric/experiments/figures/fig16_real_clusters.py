@@ -69,8 +69,8 @@ def plot(df: pd.DataFrame):
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Router ratios, rankings, the BLIS comparison and the validation targets (and, where replayed, the targets
-    before and after the serving stack and its mechanisms one at a time)."""
+    """Router ratios, rankings, the BLIS and LLMServingSim comparisons and the validation targets (and, where
+    replayed, the targets before and after the serving stack and its mechanisms one at a time)."""
     full, df = df, scoring.as_specified(df)
     extra = {}
     if "mechanism" in full.columns and (full["mechanism"] == "none").any():
@@ -79,6 +79,7 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {**extra, "fig16_real_clusters_ratios": scoring.ratio_table(df),
             "fig16_real_clusters_rankings": scoring.ranking_table(df),
             "fig16_real_clusters_blis": scoring.blis_table(df),
+            "fig16_real_clusters_recorded": scoring.recorded_table(df),
             "fig16_real_clusters_targets": scoring.targets(df)}
 
 
