@@ -62,6 +62,7 @@ _PLAN = {
              (tuple(f for f in ATTENTION_FIELDS if f != "decode_mixed_factor"), profiles.vidur_attention)],
     "h100": [(LINEAR_FIELDS, profiles.vidur_linear)],
     "rtx-pro-6000": [(LINEAR_FIELDS, profiles.lss_linear), (ATTENTION_FIELDS, profiles.lss_attention)],
+    "rtx-4090": [(LINEAR_FIELDS, profiles.lss_linear), (ATTENTION_FIELDS, profiles.lss_attention)],
 }
 _ATTENTION_FROM = {"h100": "a100"}  # GPUs whose attention fields come from another GPU's fit (same stack)
 

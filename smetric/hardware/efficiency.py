@@ -105,7 +105,6 @@ TRANSFERRED_FROM: dict[str, str] = {
     # their own peak FLOP/s (bf16, FP8) and bandwidth are spec inputs.
     "l4": "rtx-pro-6000",
     "l40s": "rtx-pro-6000",
-    "rtx-4090": "rtx-pro-6000",   # the same assumption for the Ada GeForce part (GDDR6X, PCIe)
 }
 
 

@@ -9,8 +9,8 @@ shard for the operator profiles, and per iteration for DistServe's fitted latenc
 * ``vidur-attention``: Vidur's legacy A100 FlashAttention grid, a 70B shard at TP 2 (``attn_prefill``
   for one chunk over a cached prefix; ``attn_decode`` for a batch at one context length).
 * ``lss-linear`` / ``lss-attention``: LLMServingSim RTX PRO 6000 (vLLM 0.19, Llama-3.1-8B, Qwen3-32B,
-  TP 1): per-layer dense ops (two layernorm calls per layer), and the attention of a batch mixing one
-  prefill chunk with ``n_decode`` sequences.
+  TP 1) and RTX 4090 (vLLM 0.19, Llama-3.1-8B, TP 1): per-layer dense ops (two layernorm calls per layer), and
+  the attention of a batch mixing one prefill chunk with ``n_decode`` sequences.
 * ``distserve`` / ``distserve-vllm``: DistServe's A100 latency models for OPT-13B/66B, evaluated on
   a grid inside their fitted range (prefill of one prompt; decode of a batch at one context length).
 * ``hopper-attention``: published FlashAttention-3 kernel benchmarks on H100 and H20
@@ -39,6 +39,7 @@ _VIDUR_MODELS = {"Llama-2-7b-hf": "llama-2-7b", "Meta-Llama-3-8B": "llama-3-8b",
 _VIDUR_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm",
               "mlp_up_proj", "mlp_act", "mlp_down_proj", "add")
 _LSS_MODELS = {"meta-llama/Llama-3.1-8B": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
+_LSS_GPUS = {"RTXPRO6000": "rtx-pro-6000", "RTX4090": "rtx-4090"}  # LLMServingSim's hardware folder -> GPU
 # calls per layer of each profiled LLMServingSim op (embedding and final_layernorm run once per model)
 _LSS_CALLS = {"qkv_proj": 1, "o_proj": 1, "gate_up_proj": 1, "down_proj": 1, "act_fn": 1,
               "layernorm": 2, "rotary_emb": 1, "qk_norm": 1}
@@ -94,31 +95,36 @@ def vidur_attention() -> pd.DataFrame:
 
 
 def _lss_dirs():
-    for hf_name, model in _LSS_MODELS.items():
-        yield model, profiles_dir() / "llmservingsim" / "RTXPRO6000" / hf_name / "bf16" / "tp1"
+    """``(gpu, model, folder)`` of every LLMServingSim TP-1 profile present."""
+    for hardware, gpu in _LSS_GPUS.items():
+        for hf_name, model in _LSS_MODELS.items():
+            folder = profiles_dir() / "llmservingsim" / hardware / hf_name / "bf16" / "tp1"
+            if folder.is_dir():
+                yield gpu, model, folder
 
 
 @lru_cache(maxsize=None)
 def lss_linear() -> pd.DataFrame:
-    """LLMServingSim RTX PRO 6000 per-layer non-attention time vs ``n_tokens`` (TP 1)."""
+    """LLMServingSim per-layer non-attention time vs ``n_tokens`` (TP 1; RTX PRO 6000 and RTX 4090)."""
     frames = []
-    for model, folder in _lss_dirs():
+    for gpu, model, folder in _lss_dirs():
         raw = pd.read_csv(folder / "dense.csv")
         raw = raw[raw["layer"].isin(list(_LSS_CALLS))]
         per_layer = (raw["time_us"] * raw["layer"].map(_LSS_CALLS)).groupby(raw["tokens"]).sum()
-        frames.append(pd.DataFrame({"dataset": "lss-linear", "gpu": "rtx-pro-6000", "model": model, "tp": 1,
+        frames.append(pd.DataFrame({"dataset": "lss-linear", "gpu": gpu, "model": model, "tp": 1,
                                     "n_tokens": per_layer.index.astype(int), "measured_s": per_layer.values * 1e-6}))
     return pd.concat(frames, ignore_index=True)
 
 
 @lru_cache(maxsize=None)
 def lss_attention() -> pd.DataFrame:
-    """LLMServingSim RTX PRO 6000 attention grid: one prefill chunk plus ``n_decode`` sequences (TP 1)."""
+    """LLMServingSim attention grid: one prefill chunk plus ``n_decode`` sequences (TP 1; RTX PRO 6000 and
+    RTX 4090)."""
     frames = []
-    for model, folder in _lss_dirs():
+    for gpu, model, folder in _lss_dirs():
         raw = pd.read_csv(folder / "attention.csv")
         raw = raw[(raw["prefill_chunk"] > 0) | (raw["n_decode"] > 0)]
-        frames.append(_timing_frame("lss-attention", "rtx-pro-6000", model, 1, raw["prefill_chunk"],
+        frames.append(_timing_frame("lss-attention", gpu, model, 1, raw["prefill_chunk"],
                                        raw["kv_prefill"], raw["n_decode"], raw["n_decode"] * raw["kv_decode"],
                                        raw["time_us"] * 1e-6))
     return pd.concat(frames, ignore_index=True)
