@@ -164,6 +164,18 @@ def validation_tables() -> str:
     return readme_tables(pd.read_csv(_record() / "fig16_real_clusters.csv"))
 
 
+def recorded() -> str:
+    """Each recorded run's per-request medians beside LLMServingSim's own errors on it
+    (``figures/fig16_real_clusters_recorded.csv``)."""
+    frame = pd.read_csv(_record() / "fig16_real_clusters_recorded.csv")
+    return _table(pd.DataFrame({
+        "recorded run": frame["experiment"], "median": frame["metric"],
+        "recorded": frame["measured"].map(lambda v: f"{v:.4g}"), "model": frame["predicted"].map(lambda v: f"{v:.4g}"),
+        "model error": frame["rel_error"].map(lambda v: f"{v:+.1%}"),
+        "LLMServingSim's error": frame["lss_error"].map(lambda v: f"{v:+.1%}"),
+        "within": frame["within"].map({True: "yes", False: "no"})}))
+
+
 def misses() -> str:
     """Every router-level miss and model miss with its measured numbers and likely cause
     (``data/validation/misses.csv``)."""
@@ -356,6 +368,7 @@ BLOCKS = (
     Block("docs/results.md", "claim-points", "figures/claims.csv", claims_points),
     Block("docs/results.md", "findings", "figures/figNN_*.csv", figure_findings),
     Block("docs/validation.md", "validation", "figures/fig16_real_clusters.csv", validation_tables),
+    Block("docs/validation.md", "recorded", "figures/fig16_real_clusters_recorded.csv", recorded),
     Block("docs/validation.md", "misses", "data/validation/misses.csv", misses),
     Block("docs/model.md", "serving-stack", "data/perf/serving_stack.json", serving_stack),
     Block("docs/model.md", "testbeds", "smetric.testbeds", testbeds),
