@@ -51,8 +51,12 @@ def mechanism_cases(specs: Sequence[ExperimentSpec], mechanisms: Sequence[str] =
     by_row: dict[str, list[ExperimentSpec]] = {}
     for spec in specs:
         by_row.setdefault(str(spec.cluster["engine"]), []).append(spec)
-    return [(mechanism, spec, mechanism_stack(group[0].engine_behaviour()["engine"], mechanism))
-            for mechanism in mechanisms for group in by_row.values() for spec in group]
+    cases = []
+    for mechanism in mechanisms:
+        for group in by_row.values():
+            stack = mechanism_stack(group[0].engine_behaviour()["engine"], mechanism)
+            cases += [(mechanism, spec, stack) for spec in group]
+    return cases
 
 
 def mechanism_errors(cases: Sequence[tuple[str, ExperimentSpec, ServingStack]], predicted: Sequence[dict]

@@ -199,11 +199,13 @@ def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = N
 
 
 def _predict_chunk(cases: list[tuple[str, object]], quick: bool) -> list:
-    """A worker's share of :func:`predict_cases`: ``(spec path, engine)`` pairs, one replay cache."""
+    """A worker's share of :func:`predict_cases`: ``(spec path, engine)`` pairs, one replay cache (each spec read
+    once, however many engines it runs under)."""
     from .spec import load_spec
 
     cache: dict = {}
-    return [predict(load_spec(path), quick=quick, cache=cache, engine=engine) for path, engine in cases]
+    specs = {path: load_spec(path) for path, _ in cases}
+    return [predict(specs[path], quick=quick, cache=cache, engine=engine) for path, engine in cases]
 
 
 def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool = False, jobs: int = 1,
