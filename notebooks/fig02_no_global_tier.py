@@ -22,7 +22,7 @@
 #
 # **Second row: the real agent trace.** The same experiment on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 1-8 requests/min/instance: its prompts average ~122k tokens, so its 30B goodput peaks near 5-6 requests/min/instance (235B: near 6), not near 50; about 13 % of its calls on 30B (prompts beyond an instance's ~250k-token KV capacity) are rejected at any load, so its SLO attainment stays below 0.9. Its windows are 10 minutes. The claims are judged on the main row; `figures/fig02_no_global_tier_second_row_claims.csv` applies the same rules to the trace (parameter `second_row`, `{}` for none).
 #
-# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
+# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick

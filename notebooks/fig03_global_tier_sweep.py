@@ -26,7 +26,7 @@
 #
 # **Second row: the real agent trace.** The same store grid and policies on the 710 real Claude Code sessions of kv-cache-tester (`claude-code`; conversations start at the offered rate, each call's think time from the trace) at 5 requests/min/instance, near the trace's peak goodput on the 30B testbed (Figure 6): its prompts average ~122k tokens, so its 30B goodput peaks near 5-6 requests/min/instance (235B: near 6), not near 50; about 13 % of its calls on 30B (prompts beyond an instance's ~250k-token KV capacity) are rejected at any load, so its SLO attainment stays below 0.9; a prompt is ~12 GB of KV, so a 50 GB store holds only a few sessions. Its window is 10 minutes, with the main row's seeds. The claim is judged on the main row; `figures/fig03_global_tier_sweep_second_row_claims.csv` applies the same rule to the trace (parameter `second_row`, `{}` for none).
 #
-# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.experiments.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
+# **Seeds and budget.** Eight workload seeds; comparative claims are paired per seed (same workload, paired t-interval, verdict by the rules of `smetric.verdicts`). To fit the compute budget the measured window is 5 simulated minutes (after a 6 h warm-up of session starts) instead of 10-20; the seed count was not cut.
 
 # %% tags=["parameters"]
 quick: bool = False  # True: the small `quick` preset (CI); figures then go to build/figures-quick

@@ -111,10 +111,10 @@ def test_workload_claim_rows_are_decided_by_the_real_agent_trace():
 def test_collected_claims_are_tidy_one_row_per_point(tmp_path):
     import pandas as pd
 
-    from smetric.experiments.verdicts import Interval, claim_columns
+    from smetric.verdicts import Interval, claim_columns
 
     paper = paper_claims().loc["C15_ablation_guard"]
-    from smetric.experiments.verdicts import parse_paper_value
+    from smetric.verdicts import parse_paper_value
 
     cols = claim_columns([Interval(0.08, 0.05, 0.11, 8), Interval(0.01, -0.01, 0.03, 8)],
                          parse_paper_value(paper["paper_value"], paper["unit"]), points=["30b", "235b"],

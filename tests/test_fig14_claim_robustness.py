@@ -8,7 +8,7 @@ from smetric.experiments import main_results as mr
 from smetric.experiments.figures import fig14_claim_robustness as fig14
 from smetric.experiments.robustness import MAP_COLUMNS, Variant, knee_anchor
 from smetric.experiments.screening import top_by_name
-from smetric.experiments.verdicts import claim_columns, gain_interval, parse_paper_value
+from smetric.verdicts import claim_columns, gain_interval, parse_paper_value
 
 
 def test_variants_are_one_at_a_time_with_the_store_resolved():

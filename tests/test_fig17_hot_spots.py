@@ -8,7 +8,7 @@ from smetric.cluster.router_info import RouterInfo
 from smetric.experiments import hot_spots as hs
 from smetric.experiments.claims import paper_value, record_claims
 from smetric.experiments.figures import fig17_hot_spots as fig17
-from smetric.experiments.verdicts import gain_interval, point_table
+from smetric.verdicts import gain_interval, point_table
 from smetric.workload.arrivals import POISSON, fitted_arrival
 
 

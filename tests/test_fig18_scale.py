@@ -11,7 +11,7 @@ from smetric.context import run_context
 from smetric.experiments import scale
 from smetric.experiments.claims import TIDY_COLUMNS, collect_claims, record_claims
 from smetric.experiments.figures import fig18_scale as fig
-from smetric.experiments.verdicts import verdict_violations
+from smetric.verdicts import verdict_violations
 
 SEEDS = (0, 1, 2, 3)
 

@@ -21,7 +21,7 @@ from smetric.experiments.comparison import run_cases
 from smetric.experiments.figures import fig09_ablation as fig09
 from smetric.experiments.figures import fig10_sensitivity as fig10
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
-from smetric.experiments.verdicts import combine_verdicts, gain_interval, verdict
+from smetric.verdicts import combine_verdicts, gain_interval, verdict
 from smetric.testbeds import offered_point
 
 STORE = GlobalStore(capacity_gb=float("inf"), bandwidth_gbs=2.0)

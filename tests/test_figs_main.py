@@ -7,7 +7,7 @@ import pytest
 
 from smetric.experiments import main_results as mr
 from smetric.experiments.claims import VERDICTS, paper_claims, record_claims
-from smetric.experiments.verdicts import gain_interval, parse_values, row_verdict
+from smetric.verdicts import gain_interval, parse_values, row_verdict
 
 TINY = dict(minutes=1.0, jobs=1)
 

@@ -8,7 +8,7 @@ import pytest
 
 from smetric.experiments import motivation as mo
 from smetric.experiments.claims import paper_value, record_claims
-from smetric.experiments.verdicts import bound_verdict, gain_interval, verdict
+from smetric.verdicts import bound_verdict, gain_interval, verdict
 from smetric.hardware import PerfModel
 from smetric.hardware.kernel import prefill_time_nb
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from smetric.experiments import queueing_figs as qf
-from smetric.experiments.verdicts import row_points
+from smetric.verdicts import row_points
 
 
 @pytest.fixture(scope="module")

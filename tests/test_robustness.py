@@ -17,7 +17,7 @@ from smetric.experiments.robustness import (
     variant_setup,
 )
 from smetric.experiments.setup_choice import choose_setup
-from smetric.experiments.verdicts import parse_paper_value
+from smetric.verdicts import parse_paper_value
 from smetric.testbeds import offered_point
 
 # SMETRIC's true relative gain over baseline A per (gpu, store): clear win, clear loss, nothing.

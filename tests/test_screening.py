@@ -17,7 +17,7 @@ from smetric.experiments.screening import (
     screening_note,
     split_screening,
 )
-from smetric.experiments.verdicts import gain_interval
+from smetric.verdicts import gain_interval
 
 SCREEN = (100, 101)
 SEEDS = tuple(range(6))

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from smetric.experiments.reproduce import repo_root
-from smetric.experiments.verdicts import (
+from smetric.verdicts import (
     UNDETERMINED,
     Interval,
     benjamini_hochberg,

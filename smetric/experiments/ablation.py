@@ -31,7 +31,7 @@ from ..testbeds import DEFAULT_WORKLOAD, paper_cluster
 from .claims import paper_value
 from .comparison import Comparison, Panel, run_cases, run_comparison, workload_setup
 from .screening import check_screen_seeds, screened_comparator, split_screening
-from .verdicts import Interval, claim_columns, gain_interval
+from ..verdicts import Interval, claim_columns, gain_interval
 from .workload_rows import per_workload, row_grid, row_title
 
 __all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "peak_goodput",
@@ -129,7 +129,7 @@ def ablation_gains(frame: pd.DataFrame) -> pd.DataFrame:
 
     Per seed, ``peak(to) / peak(from) - 1`` (peak = max over the load grid; the two variants see the same
     workload); ``gain`` is their mean with the paired t-interval ``ci_low..ci_high`` over ``n_seeds``
-    (:func:`~smetric.experiments.verdicts.gain_interval`), ``gain_min``/``gain_max`` their range.
+    (:func:`~smetric.verdicts.gain_interval`), ``gain_min``/``gain_max`` their range.
     ``primary`` marks the paper's order (cost model added to v1, then the SLO guard on top). A step whose
     ``from`` variant has no goodput at some seed has no ratio there: its gain and interval are NaN
     (``n_seeds`` 0, an undetermined verdict) and ``note`` names the seeds; ``note`` is empty otherwise.
@@ -175,7 +175,7 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
     """Rows for :func:`record_claims` from :func:`ablation_gains` (the primary, paper-ordered steps).
 
     The paper's two numbers are read as 30B / 235B: one interval per testbed in that order, the claim
-    the weaker of the two verdicts (:func:`~smetric.experiments.verdicts.claim_columns`). Every paper
+    the weaker of the two verdicts (:func:`~smetric.verdicts.claim_columns`). Every paper
     testbed must be in the frame, and one workload only. A testbed without a ratio (``note``) makes the claim
     undetermined.
     """
@@ -200,7 +200,7 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
         rows.append({"claim_id": claim, "reproduced": measured,
                      "reason": (f"per workload seed, peak goodput (max over loads) of '{step.to_variant}' over "
                                 f"'{step.from_variant}' (the paper's order), paired t-interval over the seeds; "
-                                "the rules of smetric.experiments.verdicts per testbed (Holm over the two), the claim "
+                                "the rules of smetric.verdicts per testbed (Holm over the two), the claim "
                                 "the weaker testbed." + alt
                                 + " The paper's two numbers are read as 30B / 235B."),
                      **columns})

@@ -5,7 +5,7 @@ descriptive claim the band that counts as reproduced with its source). A figure 
 :func:`record_claims` with what it measured; the rows land in ``figures/<figure>_claims.csv`` (one row per
 claim, a multi-point claim's numbers ``/``-joined). :func:`collect_claims` joins every such file with the
 paper's table into the **tidy** ``figures/claims.csv``: one row per claim point (:data:`TIDY_COLUMNS`,
-numeric columns numeric; :func:`~smetric.experiments.verdicts.point_table`). The README's verdict table, one row
+numeric columns numeric; :func:`~smetric.verdicts.point_table`). The README's verdict table, one row
 per claim, is generated from it (:func:`summary_table`, :func:`render_readme`, ``python -m smetric.experiments.claims
 --readme``), and so are the per-point tables of ``docs/results.md`` (:func:`readme_tables`). The claims are
 judged on each figure's main workload; the same rules applied to the real agent trace of a figure's second
@@ -14,8 +14,8 @@ row (``<figure name>_second_row_claims.csv``, :mod:`smetric.experiments.workload
 
 A **comparative** claim (:data:`COMPARATIVE`: SMETRIC against baselines, C8, C9, C12-C18) is recorded with
 its paired multi-seed interval per point (``gain_mean, ci_low, ci_high, n_seeds``, ``point``,
-``comparator``, from :func:`smetric.experiments.verdicts.claim_columns`), and its verdict must be the one the
-stated rules give (:func:`smetric.experiments.verdicts.row_verdict`): :func:`record_claims` refuses a
+``comparator``, from :func:`smetric.verdicts.claim_columns`), and its verdict must be the one the
+stated rules give (:func:`smetric.verdicts.row_verdict`): :func:`record_claims` refuses a
 hand-written one. The descriptive claims about the workload (C1-C5) and the sticky imbalance (C10) are judged
 by :func:`band_verdict` against the band of ``data/paper_claims.csv`` (``band_low``, ``band_high``,
 ``band_source``).
@@ -33,7 +33,7 @@ from ..context import run_context
 from ..plotting import figures_dir
 from .figures import csv_frames, figure_id, figure_modules
 from .readme_blocks import rewrite_block
-from .verdicts import (
+from ..verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
     PaperValue,
@@ -72,7 +72,7 @@ def paper_claims() -> pd.DataFrame:
 
 def paper_value(claim_id: str) -> PaperValue:
     """The paper's value of ``claim_id`` as the verdict rules judge it
-    (:func:`~smetric.experiments.verdicts.parse_paper_value`)."""
+    (:func:`~smetric.verdicts.parse_paper_value`)."""
     row = paper_claims().loc[claim_id]
     return parse_paper_value(row["paper_value"], row["unit"])
 
@@ -99,7 +99,7 @@ def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = Non
     """Write one figure's verdicts; each row needs ``claim_id``, ``reproduced`` (text), ``verdict``, ``reason``.
 
     A comparative claim's row also carries :data:`INTERVAL_COLUMNS` (and ``point``/``comparator``) and its
-    verdict must equal the rules' (:func:`~smetric.experiments.verdicts.row_verdict`). Unknown claim ids,
+    verdict must equal the rules' (:func:`~smetric.verdicts.row_verdict`). Unknown claim ids,
     verdicts outside :data:`VERDICTS`, a comparative row without its interval and a verdict the rules do not
     give raise ``ValueError``.
     """
@@ -116,7 +116,7 @@ def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = Non
             continue
         if row[list(INTERVAL_COLUMNS)].isna().any():
             raise ValueError(f"{row['claim_id']} is comparative: record it with {INTERVAL_COLUMNS} "
-                             "(smetric.experiments.verdicts.claim_columns)")
+                             "(smetric.verdicts.claim_columns)")
         ruled = row_verdict(pd.concat([row, paper.loc[row["claim_id"], ["paper_value", "unit"]]]))
         if row["verdict"] != ruled:
             raise ValueError(f"{row['claim_id']}: verdict {row['verdict']!r}, but the rules give {ruled!r} "
@@ -129,7 +129,7 @@ def record_claims(figure: str, rows: list[dict], outdir: str | Path | None = Non
 
 def tidy_claims(measured: pd.DataFrame) -> pd.DataFrame:
     """Figure-level claim rows (joined with the paper's ``paper_value, unit``) -> one row per claim point:
-    comparative rows exploded by :func:`~smetric.experiments.verdicts.row_points` (p-values, Holm within the
+    comparative rows exploded by :func:`~smetric.verdicts.row_points` (p-values, Holm within the
     claim, minimal detectable effect, corrected and uncorrected verdicts), the others kept as one row.
     ``claim_verdict`` is the claim's verdict (the weakest point's). Other columns are carried along."""
     parts = []

@@ -23,7 +23,7 @@ listed one by one). Figs. 2, 3, 6-9, 14 and 17 are comparisons (:mod:`~smetric.e
 :mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`, the figure modules of 14 and 17,
 whose panels set each router's information model); figs. 10 and 11 list their
 points for :func:`run_cases`. The analysis of a comparison -- the comparator, paired gains, their interval -- is
-:mod:`~smetric.experiments.screening` and :mod:`~smetric.experiments.verdicts`;
+:mod:`~smetric.experiments.screening` and :mod:`~smetric.verdicts`;
 :func:`gain_columns` is the row every gain table shares, :func:`row_interval` reads it back.
 """
 
@@ -38,7 +38,7 @@ import pandas as pd
 from ..testbeds import WORKLOADS, offered_point
 from .screening import check_screen_seeds, screen_rank
 from .sweep import sweep
-from .verdicts import Interval, gain_interval
+from ..verdicts import Interval, gain_interval
 
 __all__ = ["Panel", "Comparison", "run_comparison", "run_cases", "workload_setup", "gain_columns",
            "row_interval"]
@@ -244,7 +244,7 @@ def workload_setup(workload: str, trace: str | None, top_rpm: float) -> dict:
 
 
 def gain_columns(gains: pd.DataFrame) -> dict:
-    """The columns every paired-gain table shares, from a :func:`~smetric.experiments.verdicts.paired_gains`
+    """The columns every paired-gain table shares, from a :func:`~smetric.verdicts.paired_gains`
     frame: ``smetric, baseline`` (seed means), ``gain_mean, ci_low, ci_high, n_seeds`` (paired t-interval)."""
     iv = gain_interval(gains["gain"])
     return {"smetric": gains["ours"].mean(), "baseline": gains["baseline"].mean(), "gain_mean": iv.mean,
@@ -252,6 +252,6 @@ def gain_columns(gains: pd.DataFrame) -> dict:
 
 
 def row_interval(row: pd.Series) -> Interval:
-    """The :class:`~smetric.experiments.verdicts.Interval` a gain table's row stores (``gain_mean, ci_low, ci_high,
+    """The :class:`~smetric.verdicts.Interval` a gain table's row stores (``gain_mean, ci_low, ci_high,
     n_seeds``)."""
     return Interval(float(row["gain_mean"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n_seeds"]))

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..workload.context import CONTEXT_VARIANTS
 from .screening import top_by_name
-from .verdicts import PaperValue, gain_interval, point_table
+from ..verdicts import PaperValue, gain_interval, point_table
 
 __all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "resolve", "levels", "level_setup", "gains",
            "judge", "point_label"]

@@ -24,9 +24,9 @@ already declines at 9x), and level ``x`` is read at the grid load nearest to ``x
 anchor of every panel and :func:`paper_load_gains` the target and the load actually read.
 
 **Statistics.** Every comparative number is paired per workload seed (common random numbers) through
-:mod:`~smetric.experiments.verdicts`: SMETRIC's relative gain over the comparator is taken seed by seed;
+:mod:`~smetric.verdicts`: SMETRIC's relative gain over the comparator is taken seed by seed;
 the interval is the paired 95 % t-interval and the verdict the rules' (Holm over C12's points;
-:func:`~smetric.experiments.verdicts.claim_columns`). C13 uses each seed's own peak over the load grid
+:func:`~smetric.verdicts.claim_columns`). C13 uses each seed's own peak over the load grid
 (``seed_peaks(how="seed")``).
 
 * :func:`tps_vs_load` (Fig. 6, with the C13 sensitivity rows), :func:`pd_prefill_vs_load` (Fig. 7, a
@@ -62,7 +62,7 @@ from .screening import (
     split_screening,
 )
 from .setup_choice import choose_setup
-from .verdicts import claim_columns, paired_gains, seed_peaks
+from ..verdicts import claim_columns, paired_gains, seed_peaks
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",

@@ -60,7 +60,7 @@ from .claims import band_verdict, claim_band, paper_value
 from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
-from .verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
+from ..verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
@@ -166,7 +166,7 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     Read at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best). Per seed, the
     reuse ratio and the goodput of LMetric relative to BAILIAN (``lmetric / bailian - 1``; the paper's
     "0.74 vs 0.45" is the relative change 0.45 / 0.74 - 1 = -39 %); paired t-interval over the seeds,
-    verdict by :func:`~smetric.experiments.verdicts.claim_columns`.
+    verdict by :func:`~smetric.verdicts.claim_columns`.
     """
     mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
     ref = float(mean["goodput_tps"]["bailian"].idxmax())
@@ -197,7 +197,7 @@ def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
                     f"{mean['hit_ratio']['cache-affinity'][ref]:.2f} reuse and {aff.mean:+.0%} goodput vs BAILIAN "
                     f"(95 % CI {aff.low:+.0%}..{aff.high:+.0%})")
     rule = ("verdict from the paired t-interval of the per-seed relative change vs the paper's value "
-            "(smetric.experiments.verdicts: reproduced / direction only / inconclusive / smaller than claimed / "
+            "(smetric.verdicts: reproduced / direction only / inconclusive / smaller than claimed / "
             "contradicted)")
     pair = {"points": ["lmetric vs bailian"], "comparators": ["bailian"]}
     return [
@@ -361,7 +361,7 @@ def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
     The comparator is the other router with the highest goodput there on the screening seeds
     (:func:`load_only_gains`), then load-only's relative goodput is taken seed by seed on the comparison
     seeds; the paper's "within 7 %" is a lower bound -0.07 on it
-    (:func:`~smetric.experiments.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %).
+    (:func:`~smetric.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %).
     """
     gaps = global_tier_gaps(frame)
     stores = gaps[gaps["capacity_gb"] > 0]

@@ -35,7 +35,7 @@ from ..testbeds import (
 )
 from ..workload.synthetic import PRESETS, expected_turns, with_overrides
 from .comparison import run_cases
-from .verdicts import gain_intervals, paired_gains
+from ..verdicts import gain_intervals, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "session_lengths", "phase_diagram", "phase_cells",

@@ -12,7 +12,7 @@ discipline can only matter where requests wait for admission, so both experiment
 Each point runs every queue configuration of :data:`QUEUES` (the disciplines, the ranked ones with the
 ``oracle`` and the ``linear`` estimator) at each high-priority share (:mod:`smetric.workload.priority`), on
 the same workload seed (paired). :func:`promise_claims` judges the S-Metric blueprint's promises with the
-package's verdict rules (:mod:`smetric.experiments.verdicts`, paired per seed, 95 % t-intervals, Holm over
+package's verdict rules (:mod:`smetric.verdicts`, paired per seed, 95 % t-intervals, Holm over
 each promise's points):
 
 * ``B1_session_jct_lower``: session completion time lower than FCFS -- per seed
@@ -42,7 +42,7 @@ from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluste
 from ..workload.core import Workload
 from ..workload.priority import with_priority
 from .sweep import sweep
-from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
            "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",
@@ -244,7 +244,7 @@ def _label(key: tuple) -> str:
 def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
     """The blueprint's promises judged by the verdict rules: one row per promise point (module docstring).
 
-    Columns: ``figure, claim_id`` and :func:`~smetric.experiments.verdicts.point_table`'s, ``claim_verdict``
+    Columns: ``figure, claim_id`` and :func:`~smetric.verdicts.point_table`'s, ``claim_verdict``
     (the weakest point's), ``reason`` (the promise and how its gain is taken). A seed whose gain is undefined
     (FCFS's value 0, an empty tier) is left out of that point's n.
     """

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from .verdicts import (
+from ..verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
     PaperValue,
@@ -146,7 +146,7 @@ class ClaimSpec:
     (the gain is that of each seed's peak over loads), or for ``statistic="points"``, ``point`` (a label of
     ``points``, one per paper point in the paper's order; one row per policy, seed and point). ``ours`` is the
     policy whose gain is judged; ``baselines`` restricts the candidates for the best baseline. ``paper`` defaults
-    to the claim's row of ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.experiments.verdicts.seed_peaks`'s
+    to the claim's row of ``data/paper_claims.csv``. ``peak`` is :func:`~smetric.verdicts.seed_peaks`'s
     ``how``.
     """
 
@@ -217,7 +217,7 @@ class ClaimSpec:
 
 def adjust_map(table: pd.DataFrame) -> pd.DataFrame:
     """A robustness map with its multiplicity correction: each cell's ``p_value`` and minimal detectable effect
-    ``mde`` (:func:`~smetric.experiments.verdicts.point_table`, from its interval), ``p_adjusted`` by
+    ``mde`` (:func:`~smetric.verdicts.point_table`, from its interval), ``p_adjusted`` by
     Benjamini-Hochberg over every determined cell of the map, ``verdict`` from the adjusted decision and the
     interval's own in ``verdict_uncorrected``. Recomputable from a stored map (it reads only ``claim_id,
     point, gain_mean, ci_low, ci_high, n_seeds``)."""

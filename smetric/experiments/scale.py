@@ -23,7 +23,7 @@ to 416 tok/s from 32 to 1,024 instances (knee, one router) while its offered goo
 
 **The rules, stated before the full run** (:data:`RULES`; per (load, replicas) cell, the largest N against
 the smallest, per seed, 95 % t-interval over the seeds, judged as bounds by
-:func:`~smetric.experiments.verdicts.point_table`, Holm over a rule's cells):
+:func:`~smetric.verdicts.point_table`, Holm over a rule's cells):
 
 * ``scale_retention``: SMETRIC's goodput per instance at the largest N retains >= 95 % of its value at the
   smallest (per seed ``g_max / g_min - 1``; lower bound -0.05);
@@ -51,7 +51,7 @@ from ..testbeds import agent_workload, paper_cluster
 from .claims import TIDY_COLUMNS
 from .screening import top_by_name
 from .sweep import sweep
-from .verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["RULES", "METRIC", "Rule", "scale_runs", "offered_goodput", "comparators", "cell_gains", "scale_claims",
            "claims_text", "plot_scale"]
@@ -70,7 +70,7 @@ METRIC = "offered_goodput_per_instance"
 @dataclass(frozen=True)
 class Rule:
     """One stated rule: the bound its per-seed statistic is judged against (``value``/``unit`` parse as a
-    bound by :func:`~smetric.experiments.verdicts.parse_paper_value`) and its wording."""
+    bound by :func:`~smetric.verdicts.parse_paper_value`) and its wording."""
 
     claim_id: str
     value: str

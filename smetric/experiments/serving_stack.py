@@ -30,7 +30,7 @@ at any grid load, and its peak load (argmax of its seed-mean goodput) is the **k
 ``past_factor`` times the knee. The baselines carried into the ladder are the ``n_baselines`` best
 candidates by mean goodput at the knee, plus ``least-load`` (the load-only router of claim C9). In
 every (mechanism, load) cell the best carried baseline is chosen once by its mean over seeds and
-SMETRIC's gain over it taken seed by seed (:func:`~smetric.experiments.verdicts.paired_gains`).
+SMETRIC's gain over it taken seed by seed (:func:`~smetric.verdicts.paired_gains`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ..cluster.connector import KVConnector
 from ..testbeds import TESTBEDS
 from .comparison import run_cases
 from .screening import top_by_name
-from .verdicts import bound_verdict, gain_intervals, paired_gains, percent
+from ..verdicts import bound_verdict, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
@@ -182,7 +182,7 @@ def _main(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _cell_gains(main: pd.DataFrame, ours: str) -> pd.DataFrame:
     """Per (testbed, load, mechanism) of the ``main`` rows: ``ours``' paired gain over the best other policy by
-    seed mean (:func:`~smetric.experiments.verdicts.gain_intervals`), rows by testbed (in run order), load (knee
+    seed mean (:func:`~smetric.verdicts.gain_intervals`), rows by testbed (in run order), load (knee
     first), mechanism (ladder order)."""
     table = gain_intervals(paired_gains(main, by=_CELL, ours=ours), by=_CELL)
     order = {m: i for i, m in enumerate(MECHANISMS)}

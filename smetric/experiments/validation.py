@@ -21,7 +21,7 @@ performance model's published checks):
   falls below :data:`KNEE_ATTAINMENT` (0.90), linearly interpolated between it and the
   grid point before it (:func:`knee`); NaN when the lowest load already fails, ``inf`` when no load
   does. Per preset the *best router* is the policy with the highest mean knee over seeds, and its
-  knees give the interval (t-interval over seeds, :func:`~smetric.experiments.verdicts.gain_interval`).
+  knees give the interval (t-interval over seeds, :func:`~smetric.verdicts.gain_interval`).
 * *capacity*: the same crossing for the median TTFT rising above the TTFT SLO's 1 s base
   (queues no longer stable): the saturation point LMetric's "maximum rate" refers to.
 * *verdict* (:func:`consistency`): judged by what the artifact claims, that its load is about half the
@@ -45,7 +45,7 @@ import pandas as pd
 from ..plotting import set_style
 from ..testbeds import PROVISIONED, agent_workload, paper_cluster, trace_workload
 from .sweep import sweep
-from .verdicts import gain_interval
+from ..verdicts import gain_interval
 
 __all__ = ["LMETRIC_RPM", "LMETRIC_INSTANCES", "IMPLIED_CAPACITY_RPM", "FINDING6_RPM", "KNEE_ATTAINMENT",
            "CONSISTENT_BAND", "DECODE_ERROR", "LMETRIC_SETUPS", "PRIMARY_SETUP", "lmetric_cluster", "validation_runs",

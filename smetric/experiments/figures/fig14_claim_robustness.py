@@ -11,7 +11,7 @@ then SMETRIC and the baselines at every (load, seed). **The comparator** of each
 fixed on ``screening_seeds`` (disjoint from ``seeds``), where only the baselines run: the one with the
 highest peak (over the grid) of the screening-seed mean -- the best baseline at the peak, held at every
 C12 load. The gains over it are paired per seed and judged by the rules of
-:mod:`~smetric.experiments.verdicts`; the verdicts are **Benjamini-Hochberg** corrected over the whole map
+:mod:`~smetric.verdicts`; the verdicts are **Benjamini-Hochberg** corrected over the whole map
 (:func:`~smetric.experiments.robustness.adjust_map`), the uncorrected one kept in ``verdict_uncorrected``.
 C12 is read at 6x/8x/9x/10x of the anchor, C13 is each seed's peak over the colocated grid, C14 each
 seed's peak prefill TPS over the PD grid.

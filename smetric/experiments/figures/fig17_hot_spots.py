@@ -3,7 +3,7 @@
 **The claim and its rules, stated before running.** The paper's argument is that cache-affine routers pile
 agent sessions onto a few instances and cap TPS, and that the turn number, read from the request, lets a
 stateless router avoid it: *SMETRIC's gain over the best baseline grows as hot-spot mechanisms strengthen*.
-Two claims of ``data/paper_claims.csv`` judge it by the package's rules (:mod:`~smetric.experiments.verdicts`):
+Two claims of ``data/paper_claims.csv`` judge it by the package's rules (:mod:`~smetric.verdicts`):
 
 * ``C18_hot_spots`` -- at every level of every axis, SMETRIC's gain over the comparator against the paper's
   headline **+9 %** (C13's magnitude), by the gain rule (reproduced / direction only / smaller than claimed /
@@ -50,7 +50,7 @@ from ..comparison import Comparison, Panel, row_interval, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
-from ..verdicts import claim_columns, percent
+from ...verdicts import claim_columns, percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
