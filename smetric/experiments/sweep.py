@@ -19,19 +19,14 @@ Where the work runs (first match wins):
 
 A local cluster never gets more workers than there are points; with one worker the sweep runs
 serially. Worker processes share numba's on-disk cache (``cache=True``), so a kernel compiled
-once is loaded, not recompiled, by the others.
+once is loaded, not recompiled, by the others. Large inputs (workloads, profiles) go in ``shared``:
+scattered to the workers once per sweep, not re-sent with every point. The progress bar
+(``tqdm.auto``: a widget in JupyterLab, text on stderr in a terminal) is off in quick mode
+(``SMETRIC_QUICK=1``: CI, nbval), where it would only clutter the recorded outputs.
 
-Large inputs (workloads, profiles) go in ``shared``: they are scattered to the workers once per
-sweep and handed to ``fn`` as keyword arguments, not re-sent with every point.
-
-Progress: a bar of points done / total with an ETA (``tqdm.auto``: a widget in JupyterLab, text
-on stderr in a terminal), on by default except in quick mode (``SMETRIC_QUICK=1``, which CI and
-nbval use), where it would only clutter the recorded outputs.
-
-A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``, the default): it has
-no rows in the result, and a :class:`PointFailure` with its parameters and traceback is listed in
-``df.attrs["failures"]`` and announced by a :class:`SweepWarning`. ``on_error="raise"`` stops at
-the first failure with a :class:`SweepError` carrying the same information.
+A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``): it has no rows, and its
+:class:`PointFailure` (parameters, traceback) is listed in ``df.attrs["failures"]`` and announced by a
+:class:`SweepWarning`; ``on_error="raise"`` stops at the first failure with a :class:`SweepError`.
 """
 
 from __future__ import annotations
@@ -114,9 +109,7 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
     if isinstance(grid, Mapping):
         for name, values in grid.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-                raise TypeError(
-                    f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}"
-                )
+                raise TypeError(f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}")
         names = list(grid)
         points = [dict(zip(names, combo)) for combo in itertools.product(*grid.values())]
     elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
@@ -160,9 +153,7 @@ def _point_frame(params: dict, value: Any) -> pd.DataFrame:
     elif isinstance(value, pd.DataFrame):
         out = value.reset_index(drop=True)
     else:
-        raise TypeError(
-            f"fn must return a dict or a pandas DataFrame, got {type(value).__name__}"
-        )
+        raise TypeError(f"fn must return a dict or a pandas DataFrame, got {type(value).__name__}")
     clash = [c for c in out.columns if c in params]
     if clash:
         raise ValueError(f"fn's outputs {clash} repeat grid parameters of the same name")
@@ -174,10 +165,7 @@ def _point_frame(params: dict, value: Any) -> pd.DataFrame:
 def _assemble(points: list[dict], outcomes: list[_Outcome]) -> pd.DataFrame:
     """The tidy result in grid order, with failures in ``attrs["failures"]``."""
     frames = [o.value for o in outcomes if o.failure is None]
-    if frames:
-        df = pd.concat(frames, ignore_index=True)
-    else:
-        df = pd.DataFrame(columns=list(points[0]) if points else [])
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(points[0]) if points else [])
     failures = tuple(o.failure for o in outcomes if o.failure is not None)
     df.attrs["failures"] = failures
     if failures:

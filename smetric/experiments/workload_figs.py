@@ -178,13 +178,13 @@ def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
     ``data/paper_claims.csv``.
     """
     summary = frame[frame["panel"] == "summary"].set_index(["trace", "category"])["y"]
+    shown = {AGENT_TRACE_LABEL: "real Claude Code trace",
+             SHARED_PREFIX_LABEL: "with its tool/system prefix shared across sessions", **{t: t for t in _PUBLIC}}
     rows = []
     for claim_id, stat in _FINDINGS.items():
         lo, hi, source = claim_band(claim_id)
         agent = summary.get((AGENT_LABEL, stat), np.nan)
         real = summary.get((AGENT_TRACE_LABEL, stat))
-        shared = summary.get((SHARED_PREFIX_LABEL, stat))
-        public = {t: summary[(t, stat)] for t in _PUBLIC if (t, stat) in summary.index}
         if real is not None:
             verdict = band_verdict(real, lo, hi)
             decided = (f"decided by the real Claude Code agent trace ({real:.3f}: "
@@ -193,11 +193,7 @@ def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
             verdict = "direction only" if lo <= agent <= hi else "not reproduced"
             decided = "no real agent trace in the frame: only the calibrated generator, which cannot confirm it"
         values = [f"synthetic bailian-coder {agent:.3f}"]
-        if real is not None:
-            values.append(f"real Claude Code trace {real:.3f}")
-        if shared is not None:
-            values.append(f"with its tool/system prefix shared across sessions {shared:.3f}")
-        values += [f"{t} {v:.3f}" for t, v in public.items()]
+        values += [f"{name} {summary[(t, stat)]:.3f}" for t, name in shown.items() if (t, stat) in summary.index]
         rows.append({"claim_id": claim_id, "reproduced": "; ".join(values), "verdict": verdict,
                      "reason": (f"band [{lo:g}, {hi:g}] ({source}), {decided}; the bailian-coder preset is "
                                 "calibrated to the finding (an input, not a test); the Mooncake traces are chat "
