@@ -80,11 +80,10 @@ def compare(expected: pd.DataFrame, actual: pd.DataFrame, rtol: float = RTOL, at
 def check(module: ModuleType, directory: Path | None = None) -> list[str]:
     """Recompute the figure's quick outputs and list every difference from the expected files."""
     directory = directory or expected_dir()
-    problems = []
     outputs = quick_outputs(module)
     expected_files = {p.stem for p in directory.glob(f"{figure_id(module)}_*.csv")}
-    for stem in sorted(expected_files - set(outputs)):
-        problems.append(f"{stem}.csv is expected but the figure no longer writes it")
+    problems = [f"{stem}.csv is expected but the figure no longer writes it"
+                for stem in sorted(expected_files - set(outputs))]
     for stem, frame in outputs.items():
         path = directory / f"{stem}.csv"
         if not path.exists():
@@ -100,11 +99,10 @@ def write_expected(module: ModuleType, directory: Path | None = None) -> list[Pa
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob(f"{figure_id(module)}_*.csv"):
         stale.unlink()
-    paths = []
-    for stem, frame in quick_outputs(module).items():
-        paths.append(directory / f"{stem}.csv")
-        frame.to_csv(paths[-1], index=False)
-    return paths
+    frames = {directory / f"{stem}.csv": frame for stem, frame in quick_outputs(module).items()}
+    for path, frame in frames.items():
+        frame.to_csv(path, index=False)
+    return list(frames)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,8 +31,6 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
-from .figures import csv_frames, figure_id, figure_modules
-from .readme_blocks import rewrite_block
 from ..verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
@@ -43,6 +41,8 @@ from ..verdicts import (
     row_points,
     row_verdict,
 )
+from .figures import csv_frames, figure_id, figure_modules
+from .readme_blocks import rewrite_block
 
 __all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "TIDY_COLUMNS", "README_BEGIN", "README_END",
            "paper_claims", "paper_value", "claim_band", "band_verdict", "record_claims", "tidy_claims",

@@ -36,9 +36,9 @@ from typing import Any
 import pandas as pd
 
 from ..testbeds import WORKLOADS, offered_point
+from ..verdicts import Interval, gain_interval
 from .screening import check_screen_seeds, screen_rank
 from .sweep import sweep
-from ..verdicts import Interval, gain_interval
 
 __all__ = ["Panel", "Comparison", "run_comparison", "run_cases", "workload_setup", "gain_columns",
            "row_interval"]

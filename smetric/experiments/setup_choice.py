@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .screening import screen_rank, split_screening
 from ..verdicts import PaperValue, claim_columns, gain_interval, paired_gains, seed_peaks
+from .screening import screen_rank, split_screening
 
 __all__ = ["SetupChoice", "choose_setup"]
 

@@ -42,11 +42,7 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return va.validation_runs(seeds=p.seeds, lmetric_loads=p.lmetric_loads, variant_loads=p.variant_loads,
-                              lmetric_minutes=p.lmetric_minutes, presets=p.presets, preset_loads=p.preset_loads,
-                              preset_instances=p.preset_instances, preset_minutes=p.preset_minutes,
-                              policies=p.policies, lmetric_instances=p.lmetric_instances,
-                              warmup_frac=p.warmup_frac, trace=p.trace, jobs=jobs)
+    return va.validation_runs(**p.as_dict(), jobs=jobs)  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
