@@ -37,7 +37,7 @@ import sys
 import traceback
 import uuid
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -245,10 +245,9 @@ def sweep(
     if progress is None:
         progress = not run_context().quick
     if not points or (kind == "local" and min(target, len(points)) <= 1):
-        outcomes = _run_serial(points, fn, shared, progress, on_error)
-    else:
-        outcomes = _run_dask(points, fn, shared, kind, target, progress, on_error)
-    return _assemble(points, outcomes)
+        serial = ((i, _run_point(fn, i, params, shared)) for i, params in enumerate(points))
+        return _assemble(points, _collect(serial, len(points), progress, on_error))
+    return _assemble(points, _run_dask(points, fn, shared, kind, target, progress, on_error))
 
 
 def _progress_bar(n: int, progress: bool):
@@ -264,16 +263,17 @@ def _progress_bar(n: int, progress: bool):
         return tqdm(total=n, desc="sweep", unit="pt")
 
 
-def _run_serial(points: list[dict], fn: Callable, shared: dict, progress: bool, on_error: str) -> list[_Outcome]:
-    outcomes = []
-    with _progress_bar(len(points), progress) as bar:
-        for i, params in enumerate(points):
-            outcome = _run_point(fn, i, params, shared)
+def _collect(results: Iterator[tuple[int, _Outcome]], n: int, progress: bool, on_error: str) -> list[_Outcome]:
+    """The ``n`` outcomes in grid order from ``(index, outcome)`` pairs as they complete, under a progress bar;
+    ``on_error="raise"`` raises :class:`SweepError` at the first failure (the rest are then not awaited)."""
+    outcomes: list[_Outcome | None] = [None] * n
+    with _progress_bar(n, progress) as bar:
+        for i, outcome in results:
             if outcome.failure is not None and on_error == "raise":
                 raise SweepError(outcome.failure)
-            outcomes.append(outcome)
+            outcomes[i] = outcome
             bar.update()
-    return outcomes
+    return outcomes  # type: ignore[return-value]
 
 
 def local_cluster(n_workers: int):
@@ -321,25 +321,21 @@ def _run_dask(
             client.submit(_run_point, fn, i, params, shared_futures, key=f"sweep-{tag}-{i}"): i
             for i, params in enumerate(points)
         }
-        outcomes: list[_Outcome | None] = [None] * len(points)
+
+        def completed() -> Iterator[tuple[int, _Outcome]]:
+            # not with_results=True: it lost results under load here (cf. dask/distributed#7331)
+            for future in as_completed(futures):
+                i = futures.pop(future)  # dropping the last reference frees the result on the worker
+                if future.status != "error":
+                    yield i, future.result()
+                else:  # the task never returned, e.g. its worker died
+                    tb = "".join(traceback.format_tb(future.traceback()))
+                    yield i, _Outcome(failure=PointFailure(i, points[i], _describe(future.exception()), tb))
+
         try:
-            with _progress_bar(len(points), progress) as bar:
-                # not with_results=True: it lost results under load here (cf. dask/distributed#7331)
-                for future in as_completed(futures):
-                    i = futures.pop(future)  # dropping the last reference frees the result on the worker
-                    if future.status == "error":  # the task never returned, e.g. its worker died
-                        exc = future.exception()
-                        tb = "".join(traceback.format_tb(future.traceback()))
-                        outcome = _Outcome(failure=PointFailure(i, points[i], _describe(exc), tb))
-                    else:
-                        outcome = future.result()
-                    if outcome.failure is not None and on_error == "raise":
-                        raise SweepError(outcome.failure)
-                    outcomes[i] = outcome
-                    bar.update()
+            return _collect(completed(), len(points), progress, on_error)
         finally:  # on an early exit, stop the points still pending; always free the shared data
             client.cancel(list(futures) + scattered)
-    return outcomes  # type: ignore[return-value]
 
 
 def sweep_environment(jobs: int | None = None, scheduler: str | None = None) -> dict[str, str]:
