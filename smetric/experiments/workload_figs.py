@@ -45,20 +45,16 @@ _N_QUANTILES = 201
 def _panels(label: str, workload: Workload) -> list[pd.DataFrame]:
     reuse = prefix_reuse(workload, DEFAULT_LRU_BLOCKS)
     stats = characterize(workload, DEFAULT_LRU_BLOCKS, reuse=reuse)
-    rows = [pd.DataFrame({"panel": "summary", "category": stats.index, "x": np.nan, "y": stats.to_numpy()})]
-    rows.append(pd.DataFrame({
-        "panel": "reuse", "category": ["all requests", "first turns", "follow-ups"], "x": np.nan,
-        "y": [stats["reuse_ratio"], stats["first_turn_reuse_ratio"], stats["followup_reuse_ratio"]]}))
-    intra = stats["intra_session_reuse_share"]
-    rows.append(pd.DataFrame({"panel": "source", "category": ["intra-session", "cross-session"], "x": np.nan,
-                              "y": [intra, 1.0 - intra]}))
+    intra, q = stats["intra_session_reuse_share"], np.linspace(0.0, 1.0, _N_QUANTILES)
     dist = reuse["reuse_distance"].to_numpy()[reuse["matched_blocks"].to_numpy() >= 2]
-    q = np.linspace(0.0, 1.0, _N_QUANTILES)
-    rows.append(pd.DataFrame({"panel": "distance_cdf", "category": "", "x": np.quantile(dist, q), "y": q}))
     lorenz = session_token_lorenz(workload)
-    rows.append(pd.DataFrame({"panel": "lorenz", "category": "", "x": lorenz["session_share"],
-                              "y": lorenz["token_share"]}))
-    return [r.assign(trace=label) for r in rows]
+    panels = [("summary", stats.index, np.nan, stats.to_numpy()),  # (panel, category, x, y)
+              ("reuse", ["all requests", "first turns", "follow-ups"], np.nan,
+               [stats["reuse_ratio"], stats["first_turn_reuse_ratio"], stats["followup_reuse_ratio"]]),
+              ("source", ["intra-session", "cross-session"], np.nan, [intra, 1.0 - intra]),
+              ("distance_cdf", "", np.quantile(dist, q), q),
+              ("lorenz", "", lorenz["session_share"], lorenz["token_share"])]
+    return [pd.DataFrame({"panel": p, "category": c, "x": x, "y": y}).assign(trace=label) for p, c, x, y in panels]
 
 
 def workload_characterization(n_sessions: dict | None = None, seed: int = 0,
