@@ -110,8 +110,7 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
         for name, values in grid.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
                 raise TypeError(f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}")
-        names = list(grid)
-        points = [dict(zip(names, combo)) for combo in itertools.product(*grid.values())]
+        points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
         points = []
         for i, point in enumerate(grid):
@@ -120,14 +119,13 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
             points.append(dict(point))
     else:
         raise TypeError(f"grid must be a dict of lists or a list of dicts, got {type(grid).__name__}")
-    if points:
-        names = list(points[0])
-        for i, point in enumerate(points):
-            if list(point) != names:
-                raise ValueError(f"grid point {i} has parameters {list(point)}, point 0 has {names}")
-            bad = [k for k in point if not isinstance(k, str)]
-            if bad:
-                raise TypeError(f"grid point {i} has non-string parameter names {bad}")
+    names = list(points[0]) if points else []
+    bad = [k for k in names if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"grid point 0 has non-string parameter names {bad}")
+    for i, point in enumerate(points):
+        if list(point) != names:
+            raise ValueError(f"grid point {i} has parameters {list(point)}, point 0 has {names}")
     return points
 
 
