@@ -50,10 +50,7 @@ def quick_outputs(module: ModuleType) -> dict[str, pd.DataFrame]:
 
 def _as_written(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as read back from its CSV (the form the expected files are compared in)."""
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    buf.seek(0)
-    return pd.read_csv(buf)
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
 def compare(expected: pd.DataFrame, actual: pd.DataFrame, rtol: float = RTOL, atol: float = ATOL) -> list[str]:

@@ -137,8 +137,7 @@ def tidy_claims(measured: pd.DataFrame) -> pd.DataFrame:
         has = all(c in row and pd.notna(row[c]) and str(row[c]) != "" for c in INTERVAL_COLUMNS)
         if has and str(row["claim_id"]).startswith(COMPARATIVE):
             pts = row_points(row)
-            rest = row.drop(labels=[c for c in pts.columns if c in row.index]).to_dict()
-            pts = pts.assign(**rest)
+            pts = pts.assign(**row.drop(labels=[c for c in pts.columns if c in row.index]).to_dict())
             pts["claim_verdict"] = combine_verdicts(list(pts["verdict"]))
         else:
             pts = pd.DataFrame([row.to_dict()])
