@@ -214,18 +214,15 @@ def shared_cluster(jobs: int | None, scheduler: str | None) -> Iterator[str | No
 def reproduce(only: list[str] | None = None, params: dict | None = None, quick: bool = False,
               jobs: int = 1, root: Path | None = None, write_back: bool = True,
               progress: bool = True, update_record: bool = False) -> pd.DataFrame:
-    """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
+    """Execute the figure notebooks as the module docstring says; return one row per notebook (figure, seconds, ok,
+    error).
 
-    ``quick`` passes ``quick=True`` to every notebook (small sizes, same code paths; figures to
-    ``build/figures-quick``); ``params`` are papermill parameters, passed to each notebook that declares them (a
-    name no chosen notebook declares is a ``ValueError`` before anything runs); ``jobs`` notebooks run at once,
-    their sweeps on one dask cluster (:func:`shared_cluster`). The committed record (``figures/`` and the notebooks
-    written back, never with ``write_back=False``) is refreshed by a plain full run, or by any full run with
-    ``update_record``; another run with ``params`` writes its figures to ``build/figures/`` (both folders unless
-    ``SMETRIC_FIGURES`` says otherwise). The runtimes go to ``build/runtimes.csv`` (a record run also keeps them in
-    ``figures/runtimes.csv``: :func:`record_runtimes`), the claim verdicts into ``claims.csv`` beside the figures.
-    ``python -m smetric.docs_pages`` then rewrites the README's and ``docs/``'s generated blocks (``make figures``
-    runs both).
+    ``quick`` passes ``quick=True`` to every notebook; ``params`` are papermill parameters, passed to each notebook
+    that declares them; ``jobs`` notebooks run at once; ``update_record`` lets a full run with ``params`` refresh the
+    record; ``write_back=False`` never writes notebooks back (``SMETRIC_FIGURES`` overrides every figures folder).
+    The runtimes go to ``build/runtimes.csv`` (a record run also keeps them in ``figures/runtimes.csv``:
+    :func:`record_runtimes`), the claim verdicts into ``claims.csv`` beside the figures; ``python -m
+    smetric.docs_pages`` then rewrites the README's and ``docs/``'s generated blocks (``make figures`` runs both).
     """
     from tqdm.auto import tqdm
 
