@@ -50,10 +50,7 @@ def quick_outputs(module: ModuleType) -> dict[str, pd.DataFrame]:
 
 def _as_written(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as read back from its CSV (the form the expected files are compared in)."""
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    buf.seek(0)
-    return pd.read_csv(buf)
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
 def compare(expected: pd.DataFrame, actual: pd.DataFrame, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
@@ -80,11 +77,10 @@ def compare(expected: pd.DataFrame, actual: pd.DataFrame, rtol: float = RTOL, at
 def check(module: ModuleType, directory: Path | None = None) -> list[str]:
     """Recompute the figure's quick outputs and list every difference from the expected files."""
     directory = directory or expected_dir()
-    problems = []
     outputs = quick_outputs(module)
     expected_files = {p.stem for p in directory.glob(f"{figure_id(module)}_*.csv")}
-    for stem in sorted(expected_files - set(outputs)):
-        problems.append(f"{stem}.csv is expected but the figure no longer writes it")
+    problems = [f"{stem}.csv is expected but the figure no longer writes it"
+                for stem in sorted(expected_files - set(outputs))]
     for stem, frame in outputs.items():
         path = directory / f"{stem}.csv"
         if not path.exists():
@@ -100,11 +96,10 @@ def write_expected(module: ModuleType, directory: Path | None = None) -> list[Pa
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob(f"{figure_id(module)}_*.csv"):
         stale.unlink()
-    paths = []
-    for stem, frame in quick_outputs(module).items():
-        paths.append(directory / f"{stem}.csv")
-        frame.to_csv(paths[-1], index=False)
-    return paths
+    frames = {directory / f"{stem}.csv": frame for stem, frame in quick_outputs(module).items()}
+    for path, frame in frames.items():
+        frame.to_csv(path, index=False)
+    return list(frames)
 
 
 def main(argv: list[str] | None = None) -> int:

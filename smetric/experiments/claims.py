@@ -31,8 +31,6 @@ import pandas as pd
 
 from ..context import run_context
 from ..plotting import figures_dir
-from .figures import csv_frames, figure_id, figure_modules
-from .readme_blocks import rewrite_block
 from ..verdicts import (
     UNDETERMINED,
     VERDICT_ORDER,
@@ -43,6 +41,8 @@ from ..verdicts import (
     row_points,
     row_verdict,
 )
+from .figures import csv_frames, figure_id, figure_modules
+from .readme_blocks import rewrite_block
 
 __all__ = ["VERDICTS", "COMPARATIVE", "INTERVAL_COLUMNS", "TIDY_COLUMNS", "README_BEGIN", "README_END",
            "paper_claims", "paper_value", "claim_band", "band_verdict", "record_claims", "tidy_claims",
@@ -137,8 +137,7 @@ def tidy_claims(measured: pd.DataFrame) -> pd.DataFrame:
         has = all(c in row and pd.notna(row[c]) and str(row[c]) != "" for c in INTERVAL_COLUMNS)
         if has and str(row["claim_id"]).startswith(COMPARATIVE):
             pts = row_points(row)
-            rest = row.drop(labels=[c for c in pts.columns if c in row.index]).to_dict()
-            pts = pts.assign(**rest)
+            pts = pts.assign(**row.drop(labels=[c for c in pts.columns if c in row.index]).to_dict())
             pts["claim_verdict"] = combine_verdicts(list(pts["verdict"]))
         else:
             pts = pd.DataFrame([row.to_dict()])
@@ -215,8 +214,10 @@ def _paper_text(r: pd.Series) -> str:
     return f"{'>=' if r['rule'] == 'lower bound' else '<='} {text}" if r["rule"].endswith("bound") else text
 
 
-def _comparative_table(table: pd.DataFrame, measured: str) -> list[str]:
-    lines = [f"| claim | point | fig | paper | vs | {measured} | p (Holm) | MDE % | paper detectable | "
+def _comparative_table(table: pd.DataFrame) -> list[str]:
+    """The comparative points of ``table`` (those with an interval) as markdown rows."""
+    table = table[table["claim_id"].str.startswith(COMPARATIVE) & table["ci_low"].notna()]
+    lines = ["| claim | point | fig | paper | vs | gain % [95 % CI] (n) | p (Holm) | MDE % | paper detectable | "
              "verdict (uncorrected) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in table.iterrows():
         paper = _paper_text(r)
@@ -235,13 +236,12 @@ def readme_tables(claims: pd.DataFrame, second_row: pd.DataFrame | None = None) 
     """The README's generated result tables (markdown) from the tidy ``claims.csv`` (and the second-row
     table): the comparative points with their interval, Holm-adjusted p, minimal detectable effect and
     corrected verdict; the descriptive claims with their band and its source."""
-    comp = claims[claims["claim_id"].str.startswith(COMPARATIVE) & claims["ci_low"].notna()]
-    desc = claims[~claims.index.isin(comp.index)]
+    desc = claims[~(claims["claim_id"].str.startswith(COMPARATIVE) & claims["ci_low"].notna())]
     out = ["Comparative claims, one row per point (gain % of SMETRIC, or of the router the claim names, "
            "over the comparator `vs`, paired 95 % t-interval over the seeds; p Holm-adjusted within the claim; "
            "MDE = the gain detectable with 80 % power at two-sided 5 %; paper detectable: the paper's gain is at "
            "least the MDE, — for bounds and conditions, whose rule tests no paper gain):", "",
-           *_comparative_table(comp, "gain % [95 % CI] (n)"), "",
+           *_comparative_table(claims), "",
            "Descriptive claims (band rule; the band and its source in `data/paper_claims.csv`):", "",
            "| claim | fig | paper | band | measured | verdict |", "|---|---|---|---|---|---|"]
     for _, r in desc.iterrows():
@@ -250,11 +250,9 @@ def readme_tables(claims: pd.DataFrame, second_row: pd.DataFrame | None = None) 
         out.append(f"| {r['claim_id']} | {r['figure'][3:]} | {r['paper_value']} | {band} | {measured} | "
                    f"{_bold(r['verdict'])} |")
     if second_row is not None and not second_row.empty:
-        sec = second_row[second_row["claim_id"].str.startswith(COMPARATIVE) & second_row["ci_low"].notna()]
+        labelled = second_row["claim_id"] + " (" + second_row["workload"] + ")"
         out += ["", "The same rules on the real agent trace (second rows, `figures/claims_second_row.csv`; the "
-                "workload in the claim column):", "",
-                *_comparative_table(sec.assign(claim_id=sec["claim_id"] + " (" + sec["workload"] + ")"),
-                                    "gain % [95 % CI] (n)")]
+                "workload in the claim column):", "", *_comparative_table(second_row.assign(claim_id=labelled))]
     return "\n".join(out) + "\n"
 
 

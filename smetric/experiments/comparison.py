@@ -16,14 +16,11 @@ Most figures run the same experiment. A :class:`Comparison` declares it:
 * ``simulate`` -- the simulation of one point: :func:`~smetric.testbeds.offered_point` (one row of summary
   metrics), or a function with its keywords returning a frame of rows (fig. 8's latency quantiles).
 
-:func:`run_comparison` runs it with one :func:`~smetric.experiments.sweep.sweep` per stage: one row per
-point with its labels, ``policy``, every summary metric, ``screen_seed`` (a screening row) and, with
-``n_keep``, ``kept``. :func:`run_cases` is the layer below, for grids that are not a product (points
-listed one by one). Figs. 2, 3, 6-9, 14 and 17 are comparisons (:mod:`~smetric.experiments.motivation`,
-:mod:`~smetric.experiments.main_results`, :mod:`~smetric.experiments.ablation`, the figure modules of 14 and 17,
-whose panels set each router's information model); figs. 10 and 11 list their
-points for :func:`run_cases`. The analysis of a comparison -- the comparator, paired gains, their interval -- is
-:mod:`~smetric.experiments.screening` and :mod:`~smetric.verdicts`;
+:func:`run_comparison` runs it with one :func:`~smetric.experiments.sweep.sweep` per stage: one row per point with
+its labels, ``policy``, every summary metric, ``screen_seed`` (a screening row) and, with ``n_keep``, ``kept``.
+Figs. 2, 3, 6-9, 14 and 17 are comparisons; :func:`run_cases` is the layer below, for grids that are not a
+product (figs. 10 and 11 list their points one by one). The analysis of a comparison -- the comparator, paired
+gains, their interval -- is :mod:`~smetric.experiments.screening` and :mod:`~smetric.verdicts`;
 :func:`gain_columns` is the row every gain table shares, :func:`row_interval` reads it back.
 """
 
@@ -36,9 +33,9 @@ from typing import Any
 import pandas as pd
 
 from ..testbeds import WORKLOADS, offered_point
+from ..verdicts import Interval, gain_interval
 from .screening import check_screen_seeds, screen_rank
 from .sweep import sweep
-from ..verdicts import Interval, gain_interval
 
 __all__ = ["Panel", "Comparison", "run_comparison", "run_cases", "workload_setup", "gain_columns",
            "row_interval"]

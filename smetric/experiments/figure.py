@@ -97,12 +97,11 @@ class FigureParams:
 
         Unknown names raise ``ValueError`` listing the known ones.
         """
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown} for {cls.__module__}; known: {sorted(known)}")
-        base = cls.quick() if quick else cls.full()
         types = {f.name: str(f.type) for f in fields(cls)}
+        unknown = sorted(set(overrides) - set(types))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown} for {cls.__module__}; known: {sorted(types)}")
+        base = cls.quick() if quick else cls.full()
         chosen = {k: _literal(k, types[k], v) for k, v in overrides.items() if v is not None}
         return replace(base, **chosen) if chosen else base
 

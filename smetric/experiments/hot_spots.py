@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from ..verdicts import PaperValue, gain_interval, point_table
 from ..workload.context import CONTEXT_VARIANTS
 from .screening import top_by_name
-from ..verdicts import PaperValue, gain_interval, point_table
 
 __all__ = ["AXES", "DEFAULT", "DIAGNOSTICS", "COMPARATORS", "applies", "resolve", "levels", "level_setup", "gains",
            "judge", "point_label"]

@@ -38,9 +38,8 @@ def _type_name(annotation: str) -> str:
 
 def parameters_source(module: ModuleType) -> str:
     """The ``parameters`` cell of the figure's notebook (no trailing newline, as notebooks store it)."""
-    lines = [*_HEADER]
-    lines += [f"{f.name}: {_type_name(str(f.type))} = None  # {f.metadata['doc']}" for f in fields(module.Params)]
-    return "\n".join(lines)
+    declared = [f"{f.name}: {_type_name(str(f.type))} = None  # {f.metadata['doc']}" for f in fields(module.Params)]
+    return "\n".join([*_HEADER, *declared])
 
 
 def _notebooks(module: ModuleType) -> tuple[Path, Path]:

@@ -1,9 +1,5 @@
-"""Figure 0: the calibrated performance model against every measured profile.
-
-:func:`perf_validation` returns one tidy row per measurement (operator profiles and DistServe's
-end-to-end models) with the model's prediction; :func:`perf_mape` summarises it per
-(dataset, GPU, model, TP); :func:`plot_perf_validation` draws predicted-vs-measured and residuals.
-"""
+"""Figure 0: the calibrated performance model against every measured profile (operator profiles and DistServe's
+end-to-end models): the tidy rows (:func:`perf_validation`), their MAPE (:func:`perf_mape`) and the plot."""
 
 from __future__ import annotations
 

@@ -18,10 +18,8 @@ def read_block(path: str | Path, begin: str, end: str) -> str:
 def rewrite_block(path: str | Path, begin: str, end: str, block: str) -> bool:
     """Put ``block`` between the markers of ``path``; True when the file changed."""
     path = Path(path)
-    read_block(path, begin, end)
     text = path.read_text()
-    head, rest = text.split(begin, 1)
-    new = f"{head}{begin}\n{block}{end}{rest.split(end, 1)[1]}"
+    new = text.replace(f"{begin}{read_block(path, begin, end)}{end}", f"{begin}\n{block}{end}", 1)
     if new != text:
         path.write_text(new)
     return new != text

@@ -57,14 +57,11 @@ class NotebookRun:
 def discover(root: Path, only: list[str] | None = None) -> list[Path]:
     """Figure notebooks under ``root/notebooks``, optionally only those whose name starts with one of ``only``."""
     books = sorted((root / "notebooks").glob("fig*.ipynb"))
-    if only:
-        keys = [o.lower() for o in only]
-        books = [b for b in books if any(b.stem.lower().startswith(k) for k in keys)]
-        missing = [k for k in keys if not any(b.stem.lower().startswith(k) for b in books)]
-        if missing:
-            raise ValueError(f"no notebook matches {missing}; available: "
-                             f"{[b.stem for b in sorted((root / 'notebooks').glob('fig*.ipynb'))]}")
-    return books
+    keys = [o.lower() for o in only or []]
+    missing = [k for k in keys if not any(b.stem.lower().startswith(k) for b in books)]
+    if missing:
+        raise ValueError(f"no notebook matches {missing}; available: {[b.stem for b in books]}")
+    return [b for b in books if any(b.stem.lower().startswith(k) for k in keys)] if keys else books
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -154,10 +151,7 @@ def _volatile_output(output) -> bool:
     """A stderr stream or a widget (a progress bar): timings, not results."""
     if output.output_type == "stream":
         return output.name == "stderr"
-    return _WIDGET_MIME in output.get("data", {})
-
-
-_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+    return "application/vnd.jupyter.widget-view+json" in output.get("data", {})
 
 
 def _run_one(path: Path, out_dir: Path, params: dict, quick: bool, write_back: bool) -> NotebookRun:
@@ -220,20 +214,15 @@ def shared_cluster(jobs: int | None, scheduler: str | None) -> Iterator[str | No
 def reproduce(only: list[str] | None = None, params: dict | None = None, quick: bool = False,
               jobs: int = 1, root: Path | None = None, write_back: bool = True,
               progress: bool = True, update_record: bool = False) -> pd.DataFrame:
-    """Execute the figure notebooks; return one row per notebook (figure, seconds, ok, error).
+    """Execute the figure notebooks as the module docstring says; return one row per notebook (figure, seconds, ok,
+    error).
 
-    The notebooks' sweeps share one dask cluster (:func:`shared_cluster`). ``quick`` passes ``quick=True`` to
-    every notebook (small sizes, same code paths; figures to
-    ``build/figures-quick`` unless ``SMETRIC_FIGURES`` says otherwise); ``params`` are papermill
-    parameters, passed to each notebook that declares them (a name no chosen notebook declares is a
-    ``ValueError`` before anything runs); ``jobs`` notebooks run at once. The committed record
-    (``figures/`` and the notebooks written back) is refreshed by a plain full run, or by any full run with
-    ``update_record``; a run with ``params`` otherwise writes its figures to ``build/figures/`` (unless
-    ``SMETRIC_FIGURES`` says otherwise). ``write_back=False`` never writes notebooks back. The runtime table
-    is also written to ``build/runtimes.csv`` (a record run keeps it in ``figures/runtimes.csv``:
-    :func:`record_runtimes`), and the figures' claim verdicts are joined into ``claims.csv`` beside the figures.
-    The README's and ``docs/``'s generated blocks are rewritten from the record by ``python -m smetric.docs_pages``
-    (``make figures`` runs both).
+    ``quick`` passes ``quick=True`` to every notebook; ``params`` are papermill parameters, passed to each notebook
+    that declares them; ``jobs`` notebooks run at once; ``update_record`` lets a full run with ``params`` refresh the
+    record; ``write_back=False`` never writes notebooks back (``SMETRIC_FIGURES`` overrides every figures folder).
+    The runtimes go to ``build/runtimes.csv`` (a record run also keeps them in ``figures/runtimes.csv``:
+    :func:`record_runtimes`), the claim verdicts into ``claims.csv`` beside the figures; ``python -m
+    smetric.docs_pages`` then rewrites the README's and ``docs/``'s generated blocks (``make figures`` runs both).
     """
     from tqdm.auto import tqdm
 

@@ -8,12 +8,6 @@ disjoint from the comparison seeds; the comparator is the baseline whose screeni
 is highest at its peak over the loads (one load: at that load), fixed there and held at every point of
 the claim. Rows of a screening seed carry ``screen_seed = True`` and are never compared.
 
-* :func:`check_screen_seeds` -- the seeds must be non-empty and disjoint from the comparison seeds;
-* :func:`screen_rank` -- every baseline's screening peak and rank, per group;
-* :func:`split_screening` -- a figure frame's screening rows and compared rows;
-* :func:`screened_comparator` -- the comparator of one group; :func:`top_by_name` -- the same rule with ties
-  broken by name, on screening rows alone.
-
 A frame without screening rows (hand-made test frames, runs made before the seeds were split) is read
 alike, the comparator then chosen on the compared rows themselves; :func:`split_screening` says so.
 fig06 (:mod:`~smetric.experiments.main_results`) and figs 3, 7, 8, 10, 14, 17 and 18 use these functions.

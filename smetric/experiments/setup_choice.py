@@ -1,9 +1,5 @@
-"""A setup a result is sensitive to (fig07's PD split), swept rather than picked.
-
-:func:`choose_setup` shows the setup chosen by a rule fixed before looking at SMETRIC -- the setup that
-maximises the best baseline's peak (of prefill TPS, or of goodput with ``choose_by``: prefill TPS alone favours
-a split that starves the decode pool) -- next to the gain in every setup.
-"""
+"""A setup a result is sensitive to (fig07's PD split), swept rather than picked: :func:`choose_setup` shows the
+setup chosen by a rule fixed before looking at SMETRIC next to the gain in every setup."""
 
 from __future__ import annotations
 
@@ -12,8 +8,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .screening import screen_rank, split_screening
 from ..verdicts import PaperValue, claim_columns, gain_interval, paired_gains, seed_peaks
+from .screening import screen_rank, split_screening
 
 __all__ = ["SetupChoice", "choose_setup"]
 

@@ -19,19 +19,14 @@ Where the work runs (first match wins):
 
 A local cluster never gets more workers than there are points; with one worker the sweep runs
 serially. Worker processes share numba's on-disk cache (``cache=True``), so a kernel compiled
-once is loaded, not recompiled, by the others.
+once is loaded, not recompiled, by the others. Large inputs (workloads, profiles) go in ``shared``:
+scattered to the workers once per sweep, not re-sent with every point. The progress bar
+(``tqdm.auto``: a widget in JupyterLab, text on stderr in a terminal) is off in quick mode
+(``SMETRIC_QUICK=1``: CI, nbval), where it would only clutter the recorded outputs.
 
-Large inputs (workloads, profiles) go in ``shared``: they are scattered to the workers once per
-sweep and handed to ``fn`` as keyword arguments, not re-sent with every point.
-
-Progress: a bar of points done / total with an ETA (``tqdm.auto``: a widget in JupyterLab, text
-on stderr in a terminal), on by default except in quick mode (``SMETRIC_QUICK=1``, which CI and
-nbval use), where it would only clutter the recorded outputs.
-
-A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``, the default): it has
-no rows in the result, and a :class:`PointFailure` with its parameters and traceback is listed in
-``df.attrs["failures"]`` and announced by a :class:`SweepWarning`. ``on_error="raise"`` stops at
-the first failure with a :class:`SweepError` carrying the same information.
+A point whose ``fn`` raises does not stop the sweep (``on_error="collect"``): it has no rows, and its
+:class:`PointFailure` (parameters, traceback) is listed in ``df.attrs["failures"]`` and announced by a
+:class:`SweepWarning`; ``on_error="raise"`` stops at the first failure with a :class:`SweepError`.
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ import sys
 import traceback
 import uuid
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -114,11 +109,8 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
     if isinstance(grid, Mapping):
         for name, values in grid.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-                raise TypeError(
-                    f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}"
-                )
-        names = list(grid)
-        points = [dict(zip(names, combo)) for combo in itertools.product(*grid.values())]
+                raise TypeError(f"grid[{name!r}] must be a list of values, got {type(values).__name__} {values!r}")
+        points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
     elif isinstance(grid, Sequence) and not isinstance(grid, (str, bytes)):
         points = []
         for i, point in enumerate(grid):
@@ -127,14 +119,13 @@ def grid_points(grid: Mapping[str, Sequence] | Sequence[Mapping[str, Any]]) -> l
             points.append(dict(point))
     else:
         raise TypeError(f"grid must be a dict of lists or a list of dicts, got {type(grid).__name__}")
-    if points:
-        names = list(points[0])
-        for i, point in enumerate(points):
-            if list(point) != names:
-                raise ValueError(f"grid point {i} has parameters {list(point)}, point 0 has {names}")
-            bad = [k for k in point if not isinstance(k, str)]
-            if bad:
-                raise TypeError(f"grid point {i} has non-string parameter names {bad}")
+    names = list(points[0]) if points else []
+    bad = [k for k in names if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"grid point 0 has non-string parameter names {bad}")
+    for i, point in enumerate(points):
+        if list(point) != names:
+            raise ValueError(f"grid point {i} has parameters {list(point)}, point 0 has {names}")
     return points
 
 
@@ -160,9 +151,7 @@ def _point_frame(params: dict, value: Any) -> pd.DataFrame:
     elif isinstance(value, pd.DataFrame):
         out = value.reset_index(drop=True)
     else:
-        raise TypeError(
-            f"fn must return a dict or a pandas DataFrame, got {type(value).__name__}"
-        )
+        raise TypeError(f"fn must return a dict or a pandas DataFrame, got {type(value).__name__}")
     clash = [c for c in out.columns if c in params]
     if clash:
         raise ValueError(f"fn's outputs {clash} repeat grid parameters of the same name")
@@ -174,10 +163,7 @@ def _point_frame(params: dict, value: Any) -> pd.DataFrame:
 def _assemble(points: list[dict], outcomes: list[_Outcome]) -> pd.DataFrame:
     """The tidy result in grid order, with failures in ``attrs["failures"]``."""
     frames = [o.value for o in outcomes if o.failure is None]
-    if frames:
-        df = pd.concat(frames, ignore_index=True)
-    else:
-        df = pd.DataFrame(columns=list(points[0]) if points else [])
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(points[0]) if points else [])
     failures = tuple(o.failure for o in outcomes if o.failure is not None)
     df.attrs["failures"] = failures
     if failures:
@@ -257,10 +243,9 @@ def sweep(
     if progress is None:
         progress = not run_context().quick
     if not points or (kind == "local" and min(target, len(points)) <= 1):
-        outcomes = _run_serial(points, fn, shared, progress, on_error)
-    else:
-        outcomes = _run_dask(points, fn, shared, kind, target, progress, on_error)
-    return _assemble(points, outcomes)
+        serial = ((i, _run_point(fn, i, params, shared)) for i, params in enumerate(points))
+        return _assemble(points, _collect(serial, len(points), progress, on_error))
+    return _assemble(points, _run_dask(points, fn, shared, kind, target, progress, on_error))
 
 
 def _progress_bar(n: int, progress: bool):
@@ -276,16 +261,17 @@ def _progress_bar(n: int, progress: bool):
         return tqdm(total=n, desc="sweep", unit="pt")
 
 
-def _run_serial(points: list[dict], fn: Callable, shared: dict, progress: bool, on_error: str) -> list[_Outcome]:
-    outcomes = []
-    with _progress_bar(len(points), progress) as bar:
-        for i, params in enumerate(points):
-            outcome = _run_point(fn, i, params, shared)
+def _collect(results: Iterator[tuple[int, _Outcome]], n: int, progress: bool, on_error: str) -> list[_Outcome]:
+    """The ``n`` outcomes in grid order from ``(index, outcome)`` pairs as they complete, under a progress bar;
+    ``on_error="raise"`` raises :class:`SweepError` at the first failure (the rest are then not awaited)."""
+    outcomes: list[_Outcome | None] = [None] * n
+    with _progress_bar(n, progress) as bar:
+        for i, outcome in results:
             if outcome.failure is not None and on_error == "raise":
                 raise SweepError(outcome.failure)
-            outcomes.append(outcome)
+            outcomes[i] = outcome
             bar.update()
-    return outcomes
+    return outcomes  # type: ignore[return-value]
 
 
 def local_cluster(n_workers: int):
@@ -333,25 +319,21 @@ def _run_dask(
             client.submit(_run_point, fn, i, params, shared_futures, key=f"sweep-{tag}-{i}"): i
             for i, params in enumerate(points)
         }
-        outcomes: list[_Outcome | None] = [None] * len(points)
+
+        def completed() -> Iterator[tuple[int, _Outcome]]:
+            # not with_results=True: it lost results under load here (cf. dask/distributed#7331)
+            for future in as_completed(futures):
+                i = futures.pop(future)  # dropping the last reference frees the result on the worker
+                if future.status != "error":
+                    yield i, future.result()
+                else:  # the task never returned, e.g. its worker died
+                    tb = "".join(traceback.format_tb(future.traceback()))
+                    yield i, _Outcome(failure=PointFailure(i, points[i], _describe(future.exception()), tb))
+
         try:
-            with _progress_bar(len(points), progress) as bar:
-                # not with_results=True: it lost results under load here (cf. dask/distributed#7331)
-                for future in as_completed(futures):
-                    i = futures.pop(future)  # dropping the last reference frees the result on the worker
-                    if future.status == "error":  # the task never returned, e.g. its worker died
-                        exc = future.exception()
-                        tb = "".join(traceback.format_tb(future.traceback()))
-                        outcome = _Outcome(failure=PointFailure(i, points[i], _describe(exc), tb))
-                    else:
-                        outcome = future.result()
-                    if outcome.failure is not None and on_error == "raise":
-                        raise SweepError(outcome.failure)
-                    outcomes[i] = outcome
-                    bar.update()
+            return _collect(completed(), len(points), progress, on_error)
         finally:  # on an early exit, stop the points still pending; always free the shared data
             client.cancel(list(futures) + scattered)
-    return outcomes  # type: ignore[return-value]
 
 
 def sweep_environment(jobs: int | None = None, scheduler: str | None = None) -> dict[str, str]:

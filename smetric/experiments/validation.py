@@ -44,8 +44,8 @@ import pandas as pd
 
 from ..plotting import set_style
 from ..testbeds import PROVISIONED, agent_workload, paper_cluster, trace_workload
-from .sweep import sweep
 from ..verdicts import gain_interval
+from .sweep import sweep
 
 __all__ = ["LMETRIC_RPM", "LMETRIC_INSTANCES", "IMPLIED_CAPACITY_RPM", "FINDING6_RPM", "KNEE_ATTAINMENT",
            "CONSISTENT_BAND", "DECODE_ERROR", "LMETRIC_SETUPS", "PRIMARY_SETUP", "lmetric_cluster", "validation_runs",

@@ -45,20 +45,16 @@ _N_QUANTILES = 201
 def _panels(label: str, workload: Workload) -> list[pd.DataFrame]:
     reuse = prefix_reuse(workload, DEFAULT_LRU_BLOCKS)
     stats = characterize(workload, DEFAULT_LRU_BLOCKS, reuse=reuse)
-    rows = [pd.DataFrame({"panel": "summary", "category": stats.index, "x": np.nan, "y": stats.to_numpy()})]
-    rows.append(pd.DataFrame({
-        "panel": "reuse", "category": ["all requests", "first turns", "follow-ups"], "x": np.nan,
-        "y": [stats["reuse_ratio"], stats["first_turn_reuse_ratio"], stats["followup_reuse_ratio"]]}))
-    intra = stats["intra_session_reuse_share"]
-    rows.append(pd.DataFrame({"panel": "source", "category": ["intra-session", "cross-session"], "x": np.nan,
-                              "y": [intra, 1.0 - intra]}))
+    intra, q = stats["intra_session_reuse_share"], np.linspace(0.0, 1.0, _N_QUANTILES)
     dist = reuse["reuse_distance"].to_numpy()[reuse["matched_blocks"].to_numpy() >= 2]
-    q = np.linspace(0.0, 1.0, _N_QUANTILES)
-    rows.append(pd.DataFrame({"panel": "distance_cdf", "category": "", "x": np.quantile(dist, q), "y": q}))
     lorenz = session_token_lorenz(workload)
-    rows.append(pd.DataFrame({"panel": "lorenz", "category": "", "x": lorenz["session_share"],
-                              "y": lorenz["token_share"]}))
-    return [r.assign(trace=label) for r in rows]
+    panels = [("summary", stats.index, np.nan, stats.to_numpy()),  # (panel, category, x, y)
+              ("reuse", ["all requests", "first turns", "follow-ups"], np.nan,
+               [stats["reuse_ratio"], stats["first_turn_reuse_ratio"], stats["followup_reuse_ratio"]]),
+              ("source", ["intra-session", "cross-session"], np.nan, [intra, 1.0 - intra]),
+              ("distance_cdf", "", np.quantile(dist, q), q),
+              ("lorenz", "", lorenz["session_share"], lorenz["token_share"])]
+    return [pd.DataFrame({"panel": p, "category": c, "x": x, "y": y}).assign(trace=label) for p, c, x, y in panels]
 
 
 def workload_characterization(n_sessions: dict | None = None, seed: int = 0,
@@ -178,13 +174,13 @@ def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
     ``data/paper_claims.csv``.
     """
     summary = frame[frame["panel"] == "summary"].set_index(["trace", "category"])["y"]
+    shown = {AGENT_TRACE_LABEL: "real Claude Code trace",
+             SHARED_PREFIX_LABEL: "with its tool/system prefix shared across sessions", **{t: t for t in _PUBLIC}}
     rows = []
     for claim_id, stat in _FINDINGS.items():
         lo, hi, source = claim_band(claim_id)
         agent = summary.get((AGENT_LABEL, stat), np.nan)
         real = summary.get((AGENT_TRACE_LABEL, stat))
-        shared = summary.get((SHARED_PREFIX_LABEL, stat))
-        public = {t: summary[(t, stat)] for t in _PUBLIC if (t, stat) in summary.index}
         if real is not None:
             verdict = band_verdict(real, lo, hi)
             decided = (f"decided by the real Claude Code agent trace ({real:.3f}: "
@@ -193,11 +189,7 @@ def workload_claim_rows(frame: pd.DataFrame) -> list[dict]:
             verdict = "direction only" if lo <= agent <= hi else "not reproduced"
             decided = "no real agent trace in the frame: only the calibrated generator, which cannot confirm it"
         values = [f"synthetic bailian-coder {agent:.3f}"]
-        if real is not None:
-            values.append(f"real Claude Code trace {real:.3f}")
-        if shared is not None:
-            values.append(f"with its tool/system prefix shared across sessions {shared:.3f}")
-        values += [f"{t} {v:.3f}" for t, v in public.items()]
+        values += [f"{name} {summary[(t, stat)]:.3f}" for t, name in shown.items() if (t, stat) in summary.index]
         rows.append({"claim_id": claim_id, "reproduced": "; ".join(values), "verdict": verdict,
                      "reason": (f"band [{lo:g}, {hi:g}] ({source}), {decided}; the bailian-coder preset is "
                                 "calibrated to the finding (an input, not a test); the Mooncake traces are chat "

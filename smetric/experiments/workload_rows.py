@@ -128,8 +128,6 @@ def row_claims(df: pd.DataFrame, claims: Callable[[pd.DataFrame], list[dict]]) -
     ``workload, claim_id, verdict``, the interval columns and ``point, comparator`` (empty where the claim has
     none), ``reproduced, reason``.
     Not recorded in ``claims.csv``: the paper's claims are judged on the main workload."""
-    out = []
-    for workload, frame in workload_frames(df)[1:]:
-        out += [{"workload": workload, **row} for row in claims(frame)]
+    out = [{"workload": workload, **row} for workload, frame in workload_frames(df)[1:] for row in claims(frame)]
     return pd.DataFrame(out, columns=["workload", "claim_id", "verdict", "gain_mean", "ci_low", "ci_high", "n_seeds",
                                       "point", "comparator", "reproduced", "reason"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..figure import FigureParams, param
 
@@ -26,7 +26,5 @@ class TestbedRun(FigureParams):
     replay: str = param("closed", "closed: a follow-up waits for its parent's response (default); open: trace replay")
 
     def run_kwargs(self) -> dict:
-        """The keyword arguments every fig02-04 experiment takes from these fields."""
-        return {"testbed": self.testbed, "n_instances": self.n_instances, "minutes": self.minutes,
-                "seeds": self.seeds, "workload": self.workload, "trace": self.trace, "warmup_frac": self.warmup_frac,
-                "replay": self.replay}
+        """The keyword arguments every fig02-04 experiment takes from these fields: all of them."""
+        return {f.name: getattr(self, f.name) for f in fields(TestbedRun)}

@@ -23,7 +23,7 @@ class Params(FigureParams):
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     """Measured vs predicted seconds for every profile row (no sweep: ``jobs`` is unused)."""
-    return perf_validation(max_rows_per_group=p.max_rows_per_group, seed=p.seed)
+    return perf_validation(**p.as_dict())  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

@@ -34,8 +34,7 @@ class Params(FigureParams):
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     """The characterization panels of the presets, the real agent trace and the public traces (no sweep)."""
-    return workload_characterization(n_sessions=p.n_sessions, seed=p.seed, traces=p.traces, agent_trace=p.agent_trace,
-                                     shared_prefix=p.shared_prefix)
+    return workload_characterization(**p.as_dict())  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:

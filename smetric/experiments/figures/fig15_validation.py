@@ -42,11 +42,7 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return va.validation_runs(seeds=p.seeds, lmetric_loads=p.lmetric_loads, variant_loads=p.variant_loads,
-                              lmetric_minutes=p.lmetric_minutes, presets=p.presets, preset_loads=p.preset_loads,
-                              preset_instances=p.preset_instances, preset_minutes=p.preset_minutes,
-                              policies=p.policies, lmetric_instances=p.lmetric_instances,
-                              warmup_frac=p.warmup_frac, trace=p.trace, jobs=jobs)
+    return va.validation_runs(**p.as_dict(), jobs=jobs)  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
@@ -82,16 +78,15 @@ def findings(df: pd.DataFrame) -> str:
         capacity = (f"capacity (median TTFT <= 1 s) {r['capacity']:.1f} [{r['capacity_low']:.1f}, "
                     f"{r['capacity_high']:.1f}]" if r["capacity_censored"] == 0 else "capacity beyond the grid")
         if r["knee_censored"] == 0:
-            per_preset.append(f"  {r['preset']}: knee {r['knee']:.1f} [{r['knee_low']:.1f}, {r['knee_high']:.1f}] "
-                              f"({r['best_router']}); Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it; "
-                              f"{capacity}; {flow}")
+            knee = (f"knee {r['knee']:.1f} [{r['knee_low']:.1f}, {r['knee_high']:.1f}] ({r['best_router']}); "
+                    f"Finding 6 is {lo / r['knee']:.2f}-{hi / r['knee']:.2f}x of it")
         else:
             below, above = r["knee_below_grid"], r["knee_censored"] - r["knee_below_grid"]
             where = "; ".join(part for part in (f"{below} already below it at the grid's lowest load" if below else "",
                                                 f"{above} above it at every load" if above else "") if part)
-            per_preset.append(f"  {r['preset']}: knee not determined ({va.KNEE_ATTAINMENT:.0%} SLO attainment) for "
-                              f"{r['knee_censored']} of {len(df['seed'].unique())} seeds: {where} "
-                              f"({r['best_router']}); {capacity}; {flow}")
+            knee = (f"knee not determined ({va.KNEE_ATTAINMENT:.0%} SLO attainment) for {r['knee_censored']} of "
+                    f"{len(df['seed'].unique())} seeds: {where} ({r['best_router']})")
+        per_preset.append(f"  {r['preset']}: {knee}; {capacity}; {flow}")
     text = [
         f"LMetric point ({va.LMETRIC_RPM} requests/min/instance, {va.PRIMARY_SETUP}): SLO attainment "
         f"{v['slo_attainment']:.3f} [{v['slo_low']:.3f}, {v['slo_high']:.3f}], busy fraction {v['busy_mean']:.2f}, "

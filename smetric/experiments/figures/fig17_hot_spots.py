@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ...plotting import set_style
+from ...verdicts import claim_columns, percent
 from .. import hot_spots as hs
 from .. import main_results as mr
 from ..claims import paper_value
@@ -50,7 +51,6 @@ from ..comparison import Comparison, Panel, row_interval, run_comparison
 from ..figure import FigureParams, param
 from ..robustness import Variant, knee_anchor
 from ..sweep import sweep
-from ...verdicts import claim_columns, percent
 from .fig14_claim_robustness import PROBE
 
 #: The claims this figure records (data/paper_claims.csv) and the statistic each judges.
