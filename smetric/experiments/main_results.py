@@ -12,28 +12,25 @@ SMETRIC, on every comparison seed. SMETRIC is not run in the screening, so the r
 (:func:`screening_table`). The screening's top baseline -- the best baseline at the peak -- is **the
 comparator** of C12 and C13 (:func:`comparators`), fixed before any comparison seed is looked at and held
 at every load; :func:`paper_load_gains` with ``each=True`` gives SMETRIC against every kept baseline at
-every point beside it. (A frame whose screening seeds are also comparison seeds, as in runs before the
-seeds were split, is read alike; the claims say so.)
+every point beside it. (A frame whose screening seeds are also comparison seeds is read alike; the claims
+say so.)
 
 **Paper load levels (C12).** The paper reports trace-rate multipliers (6x, 8x, 9x, past saturation)
 of traces we do not have. We anchor them in each run: **8x = the offered load at which the comparator's
 goodput, averaged over the screening seeds, peaks on the swept grid** (the paper's own numbers put the
 best baseline's peak there: SMETRIC is +13 % over it at 9x but only +9 % at the peak, so the best baseline
 already declines at 9x), and level ``x`` is read at the grid load nearest to ``x / 8`` times that anchor
-("past saturation" = 10x). Nothing is hard-coded from an earlier model; :func:`anchor_table` reports the
-anchor of every panel and :func:`paper_load_gains` the target and the load actually read.
+("past saturation" = 10x); :func:`anchor_table` gives each panel's anchor, :func:`paper_load_gains` the target
+and the load read.
 
 **Statistics.** Every comparative number is paired per workload seed (common random numbers) through
-:mod:`~smetric.verdicts`: SMETRIC's relative gain over the comparator is taken seed by seed;
-the interval is the paired 95 % t-interval and the verdict the rules' (Holm over C12's points;
-:func:`~smetric.verdicts.claim_columns`). C13 uses each seed's own peak over the load grid
-(``seed_peaks(how="seed")``).
+:mod:`~smetric.verdicts`: SMETRIC's relative gain over the comparator seed by seed, its paired 95 % t-interval
+and the rules' verdict (Holm over C12's points; :func:`~smetric.verdicts.claim_columns`). C13 uses each seed's
+own peak over the load grid (``seed_peaks(how="seed")``).
 
-* :func:`tps_vs_load` (Fig. 6, with the C13 sensitivity rows), :func:`pd_prefill_vs_load` (Fig. 7, a
-  sweep of PD splits), :func:`latency_distributions` (Fig. 8);
-* tables: :func:`screening_table`, :func:`anchor_table`, :func:`paper_load_gains`, :func:`peak_gains`,
-  :func:`sensitivity_table`, :func:`split_table`, :func:`latency_table`, :func:`latency_changes`;
-* ``*_claims`` functions turn each frame into the rows of :func:`~smetric.experiments.claims.record_claims`.
+Each figure's experiment (:func:`tps_vs_load`, :func:`pd_prefill_vs_load`, :func:`latency_distributions`)
+comes with its tables, its plot and a ``*_claims`` function giving the rows of
+:func:`~smetric.experiments.claims.record_claims`.
 """
 
 from __future__ import annotations
@@ -43,16 +40,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..testbeds import (
-    BASELINES,
-    DEFAULT_WORKLOAD,
-    TESTBEDS,
-    agent_workload,
-    paper_cluster,
-    trace_workload,
-)
+from ..cluster.simulate import simulate
+from ..plotting import set_style
+from ..testbeds import BASELINES, DEFAULT_WORKLOAD, TESTBEDS, agent_workload, paper_cluster, trace_workload
+from ..verdicts import claim_columns, paired_gains, seed_peaks
 from .claims import paper_value
-from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison, workload_setup
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -62,14 +55,14 @@ from .screening import (
     split_screening,
 )
 from .setup_choice import choose_setup
-from ..verdicts import claim_columns, paired_gains, seed_peaks
+from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
     "pd_prefill_vs_load", "latency_distributions", "latency_point", "screening_table", "comparators", "anchor_table",
-    "paper_load_gains",
-    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
-    "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims", "table_text",
+    "paper_load_gains", "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes",
+    "plot_vs_load", "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
+    "table_text",
 ]
 
 ANCHOR_MULTIPLIER = 8.0  # the paper's load level put at the best baseline's peak (module docstring)
@@ -124,17 +117,14 @@ def _setup(testbed: str, workload: str, trace: str | None, loads: Sequence[float
     if not loads or min(loads) <= 0:
         raise ValueError(f"loads must be a non-empty list of positive requests/min/instance, got {loads!r}")
     setup = {"testbed": testbed, "n_instances": n_instances, "minutes": float(minutes),
-             "cluster_overrides": dict(cluster_overrides or {})}
-    if trace is not None:
-        setup["trace"] = trace
-    else:
-        setup["workload_overrides"] = {"preset": workload, "reference_rpm": float(reference_rpm or max(loads)),
-                                       **(workload_overrides or {})}
+             "cluster_overrides": dict(cluster_overrides or {}),
+             **workload_setup(workload, trace, reference_rpm or max(loads))}
+    setup["workload_overrides"].update(workload_overrides or {})
     return setup
 
 
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DEFAULT_WORKLOAD,
-                trace: str | None = None, loads: Mapping[str, Sequence[float]],
+                trace: str | None = None, loads: Mapping[str, Sequence[float]], model: str | None = None,
                 second_workload: str | None = None, second_loads: Mapping[str, Sequence[float]] | None = None,
                 policies: Sequence[str] = ("smetric", *BASELINES), screen_seeds: Sequence[int] = SCREEN_SEEDS,
                 n_keep: int = 4, seeds: Sequence[int] = tuple(range(8)), minutes: Mapping[str, float] | float = 10.0,
@@ -143,16 +133,16 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
                 jobs: int | None = None) -> pd.DataFrame:
     """Fig. 6: goodput vs offered load, colocated with a provisioned global store, baselines screened.
 
-    Panels: every testbed on ``workload`` (or the timestamped ``trace``, labelled by its name) over
-    ``loads[testbed]``, and on ``second_workload`` (e.g. the real ``claude-code`` trace) over
-    ``second_loads[testbed]``. Stage 1 runs every baseline of ``policies`` on ``screen_seeds``; stage 2
-    runs SMETRIC and each panel's ``n_keep`` best baselines (:func:`screening_table`) on every seed of
-    ``seeds`` (disjoint from ``screen_seeds``).
-    ``sensitivity`` (30B only; variant name of :data:`SENSITIVITY` -> its load grid) re-runs SMETRIC and
-    the 30B panel's kept baselines with one change from the defaults. One row per point: ``testbed,
-    workload, variant, policy, rpm_per_instance, seed``, every summary metric, ``screen_seed`` (the row
-    belongs to the screening) and ``kept`` (the policy is compared on every seed: SMETRIC and kept baselines).
+    Panels: every testbed (or the one ``model`` selects, :func:`select_testbeds`) on ``workload`` (or the
+    timestamped ``trace``, labelled by its name) over ``loads[testbed]``, and on ``second_workload`` (e.g. the
+    real ``claude-code`` trace) over ``second_loads[testbed]``. Stage 1 runs every baseline of ``policies`` on
+    ``screen_seeds``; stage 2 runs SMETRIC and each panel's ``n_keep`` best baselines (:func:`screening_table`)
+    on every seed of ``seeds`` (disjoint from ``screen_seeds``). ``sensitivity`` (30B only; variant name of
+    :data:`SENSITIVITY` -> its load grid) re-runs SMETRIC and the 30B panel's kept baselines with one change
+    from the defaults. One row per point: ``testbed, workload, variant, policy, rpm_per_instance, seed``, every
+    summary metric, ``screen_seed`` (a screening row) and ``kept`` (SMETRIC and the kept baselines).
     """
+    testbeds = select_testbeds(testbeds, model)
     _check_names(testbeds, policies)
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError("policies must hold smetric and at least one baseline")
@@ -206,10 +196,8 @@ def comparators(df: pd.DataFrame) -> pd.DataFrame:
     """Per testbed and workload: the comparator fixed by the screening -- the top-ranked baseline by its peak
     goodput averaged over the screening seeds -- and ``overlap``, whether those seeds are also comparison seeds
     (``testbed, workload, comparator, screen_seeds, overlap``)."""
-    table = screening_table(df)
-    top = table[table["rank"] == 1]
     rows = []
-    for _, r in top.iterrows():
+    for _, r in screening_table(df).query("rank == 1").iterrows():
         panel = df[(df["testbed"] == r["testbed"]) & (df["workload"] == r["workload"]) & (df["variant"] == DEFAULT)]
         screen = set(panel.loc[panel["screen_seed"] & (panel["policy"] != "smetric"), "seed"])
         ours = set(panel.loc[panel["policy"] == "smetric", "seed"])
@@ -332,8 +320,7 @@ def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = F
     screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
     ``each=True``, over every baseline) and its verdict (C14) in every split."""
     return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by,
-                        paper=paper_value("C14_pd_prefill"),
-                        each=each)
+                        paper=paper_value("C14_pd_prefill"), each=each)
 
 
 # ---------------------------------------------------------------------------------------- fig. 8
@@ -342,8 +329,6 @@ def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_fra
                   trace: str | None) -> pd.DataFrame:
     """TTFT and TPOT quantiles of one policy's requests after the warm-up cut, and its summary (a
     :class:`~smetric.experiments.comparison.Comparison`'s ``simulate``)."""
-    from ..cluster.simulate import simulate
-
     cluster = paper_cluster(testbed, n_instances=n_instances)
     rpm = float(rpm_per_instance)
     work = (trace_workload(trace, cluster.n_instances, minutes, rpm) if trace is not None else
@@ -480,8 +465,6 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
     kept baselines; dotted lines mark the paper's load levels, anchored at the best baseline's peak (8x)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import set_style
-
     set_style()
     comp = _compared(df)
     order, palette, sizes = _styles(comp["policy"].unique())
@@ -511,9 +494,6 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
     """Fig. 7: prefill TPS vs load, one panel per PD split (each workload's chosen split first, marked), one row of
     panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`); each row's split is chosen by the
     goodput rule (:func:`split_table`) on that row's own sweep."""
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title, workload_frames
-
     set_style()
     order, palette, sizes = _styles(df["policy"].unique())
     n_splits = max(sub["split"].nunique() for _, sub in workload_frames(df))
@@ -537,9 +517,6 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
     panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`), each at its own load; the compared
     seeds only (never a screening seed)."""
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid
 
     set_style()
     frame = split_screening(frame)[1]
@@ -583,14 +560,12 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     others = [w for w in dict.fromkeys(df["workload"]) if w != workload]
     anchors = anchor_table(main).set_index("testbed")
     comps = comparators(main).set_index("testbed")
-    levels = paper_load_gains(main)
-    testbeds = list(dict.fromkeys(main["testbed"]))
-    primary = "30b" if "30b" in testbeds else testbeds[0]
-    g = levels[levels["testbed"] == primary].reset_index(drop=True)
+    primary = "30b" if (main["testbed"] == "30b").any() else main["testbed"].iloc[0]
+    at = main[main["testbed"] == primary]
+    g, each = paper_load_gains(at), paper_load_gains(at, each=True)
     a, c = anchors.loc[primary], comps.loc[primary]
     cols = claim_columns([row_interval(r) for _, r in g.iterrows()], paper_value("C12_gain_vs_load"),
                          points=list(g["paper_load"]), comparators=list(g["comparator"]))
-    each = paper_load_gains(main[main["testbed"] == primary], each=True)
     others_text = "; ".join(f"{lvl}: " + ", ".join(f"{r['comparator']} {_pct(r['gain_mean'])}"
                                                    for _, r in sub.iterrows())
                             for lvl, sub in each.groupby("paper_load", sort=False))
