@@ -253,11 +253,8 @@ def peak_gains(df: pd.DataFrame, value: str = "goodput_tps", by: Sequence[str] =
     sub = sub[sub["seed"].isin(sub.loc[sub["policy"] == "smetric", "seed"])]  # screening-only seeds are not compared
     peaks = seed_peaks(sub, value, keys=[*by, "policy", "seed"])
     gains = paired_gains(peaks, value, by=by, baselines=baselines)
-    rows = []
-    for key, g in gains.groupby(by, sort=False):
-        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
-                     "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{**dict(zip(by, key)), "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)}
+                         for key, g in gains.groupby(by, sort=False)])
 
 
 def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:

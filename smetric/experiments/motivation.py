@@ -1,17 +1,13 @@
 """Motivation figures 2-5 (SMetric §4): why neither cache affinity nor load balance alone suffices.
 
-* **fig02** :func:`no_global_tier` -- no global KV tier and no host DRAM (the paper's "without a
-  CPU/remote tier"): the KV-favouring linear BAILIAN scheduler vs LMetric vs load-only vs pure
-  cache affinity, reuse ratio and goodput across offered loads (claims C8).
-* **fig03** :func:`global_tier_sweep` -- capacity x per-instance bandwidth of the global store at
-  one load near the knee; :func:`global_tier_gaps` gives load-only's goodput relative to the best
-  policy per cell (claim C9).
-* **fig04** :func:`sticky_imbalance` -- per-instance load over time (``SimResult.timeseries``)
-  under session-sticky, cache-affinity, SMETRIC and load-only; :func:`imbalance_over_time` its
-  max/mean per window (claim C10).
-* **fig05** :func:`load_metric_accuracy` -- request count, new-token count (Dynamo / LMetric) and
-  SMETRIC's attention-aware cost as predictors of the performance model's prefill time, without
-  the engine, on the sessions of a synthetic preset or of a trace (:func:`metric_sessions`).
+* **fig02** :func:`no_global_tier` -- no global KV tier and no host DRAM (the paper's "without a CPU/remote
+  tier"): KV-favouring BAILIAN vs LMetric vs load-only vs pure cache affinity over offered loads (claims C8).
+* **fig03** :func:`global_tier_sweep` -- global-store capacity x per-instance bandwidth at one load near the
+  knee; :func:`global_tier_gaps` gives load-only's goodput relative to the best policy per cell (claim C9).
+* **fig04** :func:`sticky_imbalance` -- per-instance load over time under session-sticky, cache-affinity,
+  SMETRIC and load-only; :func:`imbalance_over_time` its max/mean per window (claim C10).
+* **fig05** :func:`load_metric_accuracy` -- request count, new tokens (Dynamo / LMetric) and SMETRIC's
+  attention-aware cost as predictors of the performance model's prefill time (no engine).
 
 Every figure also runs a second row, the real ``claude-code`` trace (:mod:`.workload_rows`).
 
@@ -52,6 +48,7 @@ from ..testbeds import (
     paper_cluster,
     trace_workload,
 )
+from ..verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 from ..workload.characterize import prefix_reuse
 from ..workload.core import Workload
 from ..workload.loaders import load_trace
@@ -60,7 +57,6 @@ from .claims import band_verdict, claim_band, paper_value
 from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
-from ..verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
@@ -80,7 +76,6 @@ POLICY_LABELS = {
     "session-sticky": "llm-d session-sticky",
 }
 RPM_LABEL = "offered load (requests / min / instance)"
-
 
 
 def _label(policy: str) -> str:
@@ -282,9 +277,7 @@ def global_tier_gaps(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _capacity_label(cap: float) -> str:
-    if cap == 0:
-        return "none"
-    return "unlimited" if math.isinf(cap) else f"{cap:g} GB"
+    return "none" if cap == 0 else "unlimited" if math.isinf(cap) else f"{cap:g} GB"
 
 
 def _store_grid(gaps: pd.DataFrame, col: str) -> pd.DataFrame:
@@ -555,10 +548,9 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
                    f"on every seed -> direction only. Signal = running + waiting requests per instance, window means "
                    f"of the engine's samples, max/mean over the {frame['instance'].nunique()} instances per window, "
                    f"averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
-                   f"req/min/instance, then over "
-                   f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
-                   "sessions to their first instance, whose queue then grows; a few requests per instance also "
-                   f"inflate max/mean (load-only shows that floor){undefined}"),
+                   f"req/min/instance, then over {len(sticky_s)} workload seeds; the paper's load signal is not "
+                   "stated. Sticky pins heavy-tailed sessions to their first instance, whose queue then grows; a few "
+                   f"requests per instance also inflate max/mean (load-only shows that floor){undefined}"),
     }]
 
 
