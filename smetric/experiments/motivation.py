@@ -156,12 +156,9 @@ def plot_no_global_tier(frame: pd.DataFrame):
 
 
 def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C8 rows for :func:`smetric.experiments.claims.record_claims`, paired per workload seed.
-
-    Read at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best). Per seed, the
-    reuse ratio and the goodput of LMetric relative to BAILIAN (``lmetric / bailian - 1``; the paper's
-    "0.74 vs 0.45" is the relative change 0.45 / 0.74 - 1 = -39 %); paired t-interval over the seeds,
-    verdict by :func:`~smetric.verdicts.claim_columns`.
+    """C8 rows: LMetric's reuse ratio and goodput relative to BAILIAN (``lmetric / bailian - 1``) per workload seed,
+    at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best); the paper's "0.74 vs 0.45" is the
+    relative change 0.45 / 0.74 - 1 = -39 %. Paired t-interval, verdict by :func:`~smetric.verdicts.claim_columns`.
     """
     mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
     ref = float(mean["goodput_tps"]["bailian"].idxmax())
@@ -222,15 +219,13 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
                       jobs: int | None = None) -> pd.DataFrame:
     """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load, per seed.
 
-    ``kv_connector`` defaults to ``ideal``, the per-instance store link of ``bandwidth_gbs``: the
-    ``lmcache-mooncake`` connector of the other figures ignores :attr:`GlobalStore.bandwidth_gbs` (its NIC
-    pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link.
-
-    Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the
-    provisioned bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. One row per
-    (seed, capacity_gb, bandwidth_gbs, policy) with every summary metric, and ``screen_seed``: on
-    ``screen_seeds`` (disjoint from ``seeds``) the routers other than least-load run in C9's cell alone (the
-    largest store at the highest bandwidth), where they fix C9's comparator (:func:`global_tier_claims`).
+    Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the provisioned
+    bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. ``kv_connector`` defaults to ``ideal``, a
+    per-instance store link of ``bandwidth_gbs``: the ``lmcache-mooncake`` connector of the other figures ignores
+    :attr:`GlobalStore.bandwidth_gbs` (its NIC pool, client throughput and PCIe set the read rate). One row per
+    (seed, capacity_gb, bandwidth_gbs, policy) with every summary metric and ``screen_seed``: on ``screen_seeds``
+    (disjoint from ``seeds``) the routers but least-load run in C9's cell alone (the largest store at the highest
+    bandwidth), where they fix C9's comparator (:func:`global_tier_claims`).
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     caps = [float(c) for c in capacities_gb]
@@ -349,13 +344,9 @@ def load_only_gains(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
 
 
 def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C9 row: load-only vs the comparator with the largest store at the highest bandwidth, paired per seed.
-
-    The comparator is the other router with the highest goodput there on the screening seeds
-    (:func:`load_only_gains`), then load-only's relative goodput is taken seed by seed on the comparison
-    seeds; the paper's "within 7 %" is a lower bound -0.07 on it
-    (:func:`~smetric.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %).
-    """
+    """C9 row: load-only's goodput relative to the comparator fixed on the screening seeds (:func:`load_only_gains`)
+    with the largest store at the highest bandwidth, paired per comparison seed; the paper's "within 7 %" is a lower
+    bound -0.07 on it (:func:`~smetric.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %)."""
     gaps = global_tier_gaps(frame)
     stores = gaps[gaps["capacity_gb"] > 0]
     fixed = load_only_gains(frame).iloc[0]
@@ -463,6 +454,7 @@ def imbalance_per_seed(frame: pd.DataFrame) -> pd.DataFrame:
 def plot_sticky_imbalance(frame: pd.DataFrame):
     """Per workload: requests per instance over time (a heatmap per policy), then max/mean over time per signal."""
     import matplotlib.pyplot as plt
+    import seaborn as sns
 
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
@@ -470,47 +462,39 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
     fig = plt.figure(figsize=(3.4 * len(policies), 8 * len(frames)))
     grid = fig.add_gridspec(2 * len(frames), len(policies) * 2, height_ratios=[1.1, 1] * len(frames))
     for row, (workload, sub) in enumerate(frames):
-        _imbalance_panels(fig, grid, 2 * row, workload, sub, policies, paper=row == 0)
+        prefix = row_title(workload)
+        first = sub[sub["seed"] == sub["seed"].min()]  # the heatmaps show one seed; the ratios every seed
+        vmax = float(sub["requests"].quantile(0.99))
+        for k, policy in enumerate(policies):
+            ax = fig.add_subplot(grid[2 * row, 2 * k:2 * k + 2])
+            heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
+            heat.columns = [f"{m:g}" for m in heat.columns]
+            sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
+                        xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
+                        cbar_kws={"label": "requests in the instance\n(running + waiting)"})
+            ax.set(title=f"{prefix}{_label(policy)}\n(seed {int(first['seed'].iloc[0])})",
+                   xlabel="minute (after warm-up)", ylabel="instance" if k == 0 else "")
+        ratios = imbalance_over_time(sub)
+        ratios["scheduler"] = ratios["policy"].map(_label)
+        half = len(policies)
+        for j, (col, title) in enumerate((("requests_imbalance", "requests (running + waiting)"),
+                                          ("kv_imbalance", "HBM KV in use"))):
+            ax = fig.add_subplot(grid[2 * row + 1, j * half:(j + 1) * half])
+            means = ratios.groupby("scheduler", sort=False)[col].mean()
+            sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax, hue_order=list(means.index),
+                         legend=j == 0, seed=0)
+            if j == 0:
+                handles, labels = ax.get_legend_handles_labels()
+                ax.legend(handles, [f"{lab} (mean {means[lab]:.2f}x)" for lab in labels], fontsize=8)
+            else:
+                ax.text(0.99, 0.97, "\n".join(f"{lab.split(' (')[0]}: {v:.2f}x" for lab, v in means.items()),
+                        transform=ax.transAxes, ha="right", va="top", fontsize=8)
+            ax.axhline(2.17, color="0.3", ls="--", lw=1)
+            ax.set(xlabel="minute (after warm-up)", ylabel="max / mean over instances", ylim=(1, None),
+                   title=f"{prefix}imbalance of {title}"
+                   + (" (dashed: paper's 2.17x for sticky)" if row == 0 else " (dashed: 2.17x)"))
     fig.tight_layout()
     return fig
-
-
-def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, policies: list[str],
-                      paper: bool) -> None:
-    """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
-    import seaborn as sns
-
-    prefix = row_title(workload)
-    first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
-    vmax = float(frame["requests"].quantile(0.99))
-    for k, policy in enumerate(policies):
-        ax = fig.add_subplot(grid[top, 2 * k:2 * k + 2])
-        heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
-        heat.columns = [f"{m:g}" for m in heat.columns]
-        sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
-                    xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
-                    cbar_kws={"label": "requests in the instance\n(running + waiting)"})
-        ax.set(title=f"{prefix}{_label(policy)}\n(seed {int(first['seed'].iloc[0])})", xlabel="minute (after warm-up)",
-               ylabel="instance" if k == 0 else "")
-    ratios = imbalance_over_time(frame)
-    ratios["scheduler"] = ratios["policy"].map(_label)
-    half = len(policies)
-    for j, (col, title) in enumerate((("requests_imbalance", "requests (running + waiting)"),
-                                      ("kv_imbalance", "HBM KV in use"))):
-        ax = fig.add_subplot(grid[top + 1, j * half:(j + 1) * half])
-        means = ratios.groupby("scheduler", sort=False)[col].mean()
-        sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax,
-                     hue_order=list(means.index), legend=j == 0, seed=0)
-        if j == 0:
-            handles, labels = ax.get_legend_handles_labels()
-            ax.legend(handles, [f"{lab} (mean {means[lab]:.2f}x)" for lab in labels], fontsize=8)
-        else:
-            ax.text(0.99, 0.97, "\n".join(f"{lab.split(' (')[0]}: {v:.2f}x" for lab, v in means.items()),
-                    transform=ax.transAxes, ha="right", va="top", fontsize=8)
-        ax.axhline(2.17, color="0.3", ls="--", lw=1)
-        ax.set(xlabel="minute (after warm-up)", ylabel="max / mean over instances", ylim=(1, None),
-               title=f"{prefix}imbalance of {title}" + (" (dashed: paper's 2.17x for sticky)" if paper
-                                                          else " (dashed: 2.17x)"))
 
 
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
