@@ -342,10 +342,8 @@ def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_fra
             raise ValueError(f"{policy}: no request has a {metric} after the warm-up cut; lower the load")
         parts.append(pd.DataFrame({"metric": metric, "quantile": _QUANTILES,
                                    "value": np.quantile(values, _QUANTILES), "n": len(values)}))
-    out = pd.concat(parts, ignore_index=True)
-    for key in ("goodput_tps", "slo_attainment", "n_requests", "n_unfinished"):
-        out[key] = summary[key]
-    return out
+    keys = ("goodput_tps", "slo_attainment", "n_requests", "n_unfinished")
+    return pd.concat(parts, ignore_index=True).assign(**{key: summary[key] for key in keys})
 
 
 def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), testbed: str = "30b",
@@ -430,6 +428,7 @@ def _styles(policies) -> tuple[list[str], dict, dict]:
 
 
 def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes: dict, legend: bool) -> None:
+    """Seed-mean ``metric`` (in thousands) vs offered load, one line per policy, on ``ax``."""
     import seaborn as sns
 
     mean = sub.groupby(["policy", "rpm_per_instance"], as_index=False)[metric].mean()
@@ -437,6 +436,7 @@ def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes
     here = [p for p in order if p in set(mean["policy"])]
     sns.lineplot(mean, x="rpm_per_instance", y="k", hue="policy", hue_order=here, palette=palette, size="policy",
                  sizes=sizes, size_order=here, marker="o", markersize=4, ax=ax, legend=legend, seed=0)
+    ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None))
 
 
 def _finish(fig, axes, order: list, title: str, legend_title: str = "policy"):
@@ -482,8 +482,7 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
                     ax.axvline(x, color="0.5", ls=":", lw=1)
                     ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
                                 textcoords="offset points", fontsize=7, color="0.35", rotation=90, va="top")
-            ax.set(xlabel="offered load (requests / min / instance)", ylabel="goodput (k tokens/s within SLO)",
-                   ylim=(0, None), title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
+            ax.set(ylabel="goodput (k tokens/s within SLO)", title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
     return _finish(fig, axes.flat, order, title, legend_title="policy (kept baselines)")
 
 
@@ -501,8 +500,7 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
         shown = split_screening(sub)[1]  # the compared seeds; the screening only fixed the split and comparator
         for j, (ax, split) in enumerate(zip(axes, splits)):
             _panel(ax, shown[shown["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
-            ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
-                   ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
+            ax.set(ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
                    title=row_title(workload, split) + (" (chosen: best baseline goodput)" if j == 0 else ""))
         for ax in axes[len(splits):]:
             ax.set_visible(False)
