@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..cluster.simulate import simulate
 from ..plotting import set_style
+from ..policies import available
 from ..testbeds import BASELINES, DEFAULT_WORKLOAD, TESTBEDS, agent_workload, paper_cluster, trace_workload
 from ..verdicts import claim_columns, paired_gains, seed_peaks
 from .claims import paper_value
@@ -98,8 +99,6 @@ def select_testbeds(testbeds: Sequence[str] = ("30b", "235b"), model: str | None
 
 
 def _check_names(testbeds: Sequence[str], policies: Sequence[str]) -> None:
-    from ..policies import available
-
     bad = [t for t in testbeds if t not in TESTBEDS]
     if bad or not testbeds:
         raise ValueError(f"testbeds must be a non-empty list from {sorted(TESTBEDS)}, got {list(testbeds)}")
@@ -223,12 +222,10 @@ def anchor_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def paper_load_gains(df: pd.DataFrame, points: Mapping[str, float] = PAPER_POINTS, each: bool = False) -> pd.DataFrame:
     """SMETRIC's paired goodput gain at each paper load level, per testbed and workload, over the comparator
-    (:func:`comparators`; ``each=True``: over every kept baseline, one row each).
-
-    Level ``x`` is read at the grid load nearest to ``x / 8 × anchor_rpm`` (ties: the lower). Columns
-    ``testbed, workload, paper_load, target_rpm, rpm_per_instance, comparator, smetric, baseline,
-    gain_mean, ci_low, ci_high, n_seeds`` (``smetric``/``baseline``: seed-mean goodput).
-    """
+    (:func:`comparators`; ``each=True``: over every kept baseline, one row each). Level ``x`` is read at the grid
+    load nearest to ``x / 8 × anchor_rpm`` (ties: the lower). Columns ``testbed, workload, paper_load, target_rpm,
+    rpm_per_instance, comparator, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds`` (``smetric``/
+    ``baseline``: seed-mean goodput)."""
     rows = []
     anchors = anchor_table(df).set_index(["testbed", "workload"])
     for (t, w), sub in _compared(df).groupby(["testbed", "workload"], sort=False):
@@ -393,11 +390,10 @@ def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = Fal
     """SMETRIC's relative change of the TPOT and TTFT ``quantile`` vs the comparator, paired per seed.
 
     The comparator is the baseline with the highest screening-seed mean goodput at this load
-    (:func:`~smetric.experiments.screening.screened_comparator`: fixed on the screening seeds, not by latency;
-    on the compared seeds themselves when the frame has no screening rows); ``each=True`` gives one row per
-    baseline instead. Columns ``metric, best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds``
-    (``best_baseline``: the comparator, or each baseline; ``gain`` = smetric / baseline - 1: negative is lower
-    latency), the seed-mean ``goodput_tps`` of that baseline on the compared seeds.
+    (:func:`~smetric.experiments.screening.screened_comparator`: not chosen by latency; on the compared seeds
+    when the frame has no screening rows); ``each=True``: one row per baseline instead. Columns ``metric,
+    best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds, baseline_goodput_tps`` (``gain`` =
+    smetric / baseline - 1: negative is lower latency; the last, that baseline's seed-mean goodput).
     """
     points = frame.drop_duplicates(["policy", "seed"])
     best, _ = screened_comparator(points, load=None)

@@ -383,11 +383,9 @@ def _imbalance_point(policy: str, seed: int, *, rpm_per_instance: float, testbed
                      minutes: float, warmup_frac: float, window_s: float, n_samples: int, replay: str, workload: str,
                      trace: str | None) -> pd.DataFrame:
     """Per (window, instance): mean requests in the instance (running + waiting) and HBM KV in use."""
-    if trace is not None:
-        load = trace_workload(trace, n_instances, minutes, rpm_per_instance)
-    else:
-        load = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
-                              reference_rpm=rpm_per_instance)
+    load = (trace_workload(trace, n_instances, minutes, rpm_per_instance) if trace is not None else
+            agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
+                           reference_rpm=rpm_per_instance))
     cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
     result = simulate(load, cluster, policy, load=1.0, seed=seed, n_samples=n_samples)
     start = result.warmup_end(warmup_frac)
@@ -431,10 +429,7 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
 
 def imbalance_over_time(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (workload if labelled, seed, policy, minute): max / mean over instances of ``requests`` and of
-    ``kv_used_frac``.
-
-    Windows where every instance is idle (mean 0) are dropped for that signal.
-    """
+    ``kv_used_frac``; NaN where every instance is idle (mean 0)."""
     keys = [k for k in ("workload", "seed", "policy", "minute") if k in frame.columns]
     grouped = frame.groupby(keys, sort=False)
     out = grouped[["requests", "kv_used_frac"]].max() / grouped[["requests", "kv_used_frac"]].mean()
