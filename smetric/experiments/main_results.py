@@ -350,11 +350,10 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
                           jobs: int | None = None) -> pd.DataFrame:
     """Fig. 8: TTFT (s) and TPOT (ms) quantiles per policy and seed at one offered load.
 
-    One row per (policy, seed, metric, quantile) with ``value`` and the point's ``goodput_tps``,
-    ``slo_attainment``, ``n_requests``, ``n_unfinished`` (requests never finished have no TPOT; those
-    never prefilled no TTFT: both are excluded from the quantiles and counted in ``n_unfinished``), and
-    ``screen_seed``: the baselines alone also run on ``screen_seeds`` (disjoint from ``seeds``), where the
-    comparator of C16 is fixed (:func:`latency_changes`; :mod:`~smetric.experiments.screening`).
+    One row per (policy, seed, metric, quantile) with ``value`` and the point's ``goodput_tps``, ``slo_attainment``,
+    ``n_requests``, ``n_unfinished`` (requests never finished have no TPOT, those never prefilled no TTFT: both are
+    left out of the quantiles and counted here) and ``screen_seed``: the baselines alone also run on
+    ``screen_seeds`` (disjoint from ``seeds``), where C16's comparator is fixed (:func:`latency_changes`).
     """
     _check_names([testbed], policies)
     if len(set(seeds)) != len(seeds) or not seeds:

@@ -407,12 +407,10 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
                      n_samples: int = 1000, replay: str = "closed", jobs: int | None = None) -> pd.DataFrame:
     """Fig. 4: per-instance load over time, provisioned global store, measured after the warm-up, per seed.
 
-    One row per (seed, policy, minute, instance): ``requests`` = running + waiting requests and
-    ``kv_used_frac`` = HBM KV held by admitted requests over capacity, each averaged over
-    ``window_s``-second windows of the engine's ``n_samples`` samples (the first window starts at the
-    warm-up cut, the last ends at the last arrival; ``minute`` = window start since the cut);
-    ``work_imbalance`` = the run's max/mean of per-instance computed tokens (``summary()['imbalance']``,
-    whole run, one value per policy and seed).
+    One row per (seed, policy, minute, instance): ``requests`` (running + waiting) and ``kv_used_frac`` (HBM KV
+    held by admitted requests over capacity), each averaged over ``window_s``-second windows of the engine's
+    ``n_samples`` samples from the warm-up cut to the last arrival (``minute`` = window start since the cut), and
+    ``work_imbalance``, the whole run's max/mean of per-instance computed tokens (``summary()['imbalance']``).
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     _check_rates("rpm_per_instance", [rpm_per_instance])
@@ -558,10 +556,9 @@ def _queue_sums(values: np.ndarray, q: float, n: int, rng: np.random.Generator) 
 
 def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORKLOAD,
                     trace: str | None = None) -> Workload:
-    """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or whole
-    sessions of a trace -- ``trace`` (a file or catalog name, any format ``load_trace`` reads) or the ``workload``
-    of ``testbeds.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
-    ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
+    """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or
+    ``n_sessions`` whole sessions drawn with the seed (all when there are fewer) of a trace: ``trace`` (a file or
+    catalog name ``load_trace`` reads) or the ``workload`` of ``testbeds.TRACE_WORKLOADS`` (e.g. ``claude-code``).
 
     Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
     prefix shared with its parent conversation, when the sub-agents are separate sessions:
@@ -623,10 +620,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
     metrics = {"requests": np.ones_like(new), "new tokens": new,
                "attention cost": attention_tokens(new, prompt, perf.l_eq)}
     names = list(metrics)
-    values = np.column_stack([truth] + [metrics[m] for m in names])  # column 0 = truth
+    values = np.column_stack([truth, *metrics.values()])  # column 0 = truth
     rows, scale = [], {}  # scale: the proportional fit's seconds per unit of each metric
-    for j, name in enumerate(names, start=1):
-        m = values[:, j]
+    for name, m in metrics.items():
         k = scale[name] = np.median(truth / m)
         stats = {"spearman": pd.Series(m).corr(pd.Series(truth), method="spearman") if m.std() > 0 else 0.0,
                  "r2": float(np.corrcoef(m, truth)[0, 1] ** 2) if m.std() > 0 else 0.0,
