@@ -394,8 +394,7 @@ def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = Fal
     best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds, baseline_goodput_tps`` (``gain`` =
     smetric / baseline - 1: negative is lower latency; the last, that baseline's seed-mean goodput).
     """
-    points = frame.drop_duplicates(["policy", "seed"])
-    best, _ = screened_comparator(points, load=None)
+    best, _ = screened_comparator(frame.drop_duplicates(["policy", "seed"]), load=None)
     _, compared, _ = split_screening(frame)
     names = sorted(set(compared["policy"]) - {"smetric"}) if each else [best]
     goodput = compared.drop_duplicates(["policy", "seed"]).groupby("policy")["goodput_tps"].mean()

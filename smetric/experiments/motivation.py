@@ -16,9 +16,9 @@ concurrent sessions (the generator's session arrival rate, replayed at ``load=1`
 replay of a 45 rpm/instance trace: the tool and think gaps between turns stay as generated, since
 an agent's tool time does not depend on how busy the cluster is. (Replaying at ``load=0.1-0.3``
 would stretch every gap 3-10x and push follow-ups out of a 30 GB HBM cache before they return.)
-Replay is open (the paper's trace replay) by default: a follow-up arrives at its generated time even
-if its parent is still queued -- near the knee ~10 % of follow-ups do, and miss their parent's KV.
-``replay="closed"`` releases each follow-up only after its parent finished (plus the gap).
+Replay is closed by default: a follow-up is released only after its parent finished (plus the gap).
+``replay="open"`` is the paper's trace replay: a follow-up arrives at its generated time even if its parent is
+still queued -- near the knee ~10 % of follow-ups do, and miss their parent's KV.
 """
 
 from __future__ import annotations
@@ -128,9 +128,8 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
     rpms = _check_rates("rpm_per_instance", rpm_per_instance)
     setup = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
              "cluster_overrides": {"replay": replay}, **workload_setup(workload, trace, max(rpms))}
-    comparison = Comparison({(): Panel(setup, rpms)}, policies, seeds, columns=("seed", "policy", "rpm_per_instance"),
-                            warmup_frac=warmup_frac)
-    return run_comparison(comparison, jobs=jobs)
+    return run_comparison(Comparison({(): Panel(setup, rpms)}, policies, seeds, warmup_frac=warmup_frac,
+                                     columns=("seed", "policy", "rpm_per_instance")), jobs=jobs)
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
@@ -585,23 +584,18 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
                          trace: str | None = None) -> pd.DataFrame:
     """Fig. 5: how well request count, new tokens and SMETRIC's cost predict prefill time (no engine).
 
-    Requests are complete agent sessions (:func:`metric_sessions`: a synthetic preset, the real
-    ``claude-code`` sessions, or a trace file's); each one's cached prefix is its infinite-cache
-    prefix hit (what a provisioned global store serves), so it prefills ``n = L - hit`` new tokens
-    over ``L - n`` cached ones. Ground truth: the performance model's time for that prefill in
-    ``max_batched_tokens`` chunks. Metrics: ``requests`` (1 each: least-load's in-flight count),
-    ``new tokens`` (``n``: Dynamo's and LMetric's load) and ``attention cost``
-    (``n + n (L - n/2) / l_eq``: SMETRIC's). Queues hold ``1 + Poisson(q - 1)`` random requests.
+    Requests are complete agent sessions (:func:`metric_sessions`); each one's cached prefix is its infinite-cache
+    prefix hit (what a provisioned global store serves), so it prefills ``n = L - hit`` new tokens over ``L - n``
+    cached ones. Ground truth: the performance model's time for that prefill in ``max_batched_tokens`` chunks.
+    Metrics: ``requests`` (1 each: least-load's in-flight count), ``new tokens`` (``n``: Dynamo's and LMetric's
+    load) and ``attention cost`` (``n + n (L - n/2) / l_eq``: SMETRIC's). Queues hold ``1 + Poisson(q - 1)``
+    random requests. Tidy rows (``panel, metric, queue_len, stat, value, x``):
 
-    Tidy rows (``panel, metric, queue_len, stat, value, x``):
-
-    * ``fit`` -- per request: ``spearman``, ``r2`` (Pearson squared) and ``median_ape`` (median
-      |error| of the proportional predictor ``k * metric`` with ``k`` = median seconds per unit);
-    * ``pairs`` -- ``correct``: share of random queue pairs the metric orders like the prefill time
-      (ties count half);
-    * ``argmin`` -- the metric's least-loaded of as many queues as the testbed has instances (ties
-      at random): ``optimal`` share and ``excess_s`` mean extra seconds of queued prefill over the
-      true least-loaded;
+    * ``fit`` -- per request: ``spearman``, ``r2`` (Pearson squared) and ``median_ape`` (median |error| of the
+      proportional predictor ``k * metric`` with ``k`` = median seconds per unit);
+    * ``pairs`` -- ``correct``: share of random queue pairs the metric orders like the prefill time (ties: half);
+    * ``argmin`` -- the metric's least-loaded of as many queues as the testbed has instances (ties at random):
+      ``optimal`` share and ``excess_s`` mean extra seconds of queued prefill over the true least-loaded;
     * ``scatter`` -- a sample of requests: ``x`` = prompt length, ``value`` = predicted / true time.
     """
     if testbed not in TESTBEDS:
