@@ -54,7 +54,7 @@ from ..workload.core import Workload
 from ..workload.loaders import load_trace
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band, paper_value
-from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison, workload_setup
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
 from .workload_rows import row_grid, row_title, workload_frames
@@ -331,15 +331,11 @@ def load_only_gains(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
     others = sorted(p for p in cell["policy"].unique() if p != "least-load")
     best, _ = screened_comparator(cell, load=None, ours="least-load", baselines=others)
     compared = split_screening(cell)[1]
-    rows = []
-    for name in (others if each else [best]):
-        paired = paired_gains(compared, "goodput_tps", ours="least-load", baselines=[name])
-        iv = gain_interval(paired["gain"])
-        rows.append({"capacity_gb": float(cell["capacity_gb"].iloc[0]),
-                     "bandwidth_gbs": float(cell["bandwidth_gbs"].iloc[0]), "comparator": name,
-                     "least_load": paired["ours"].mean(), "other": paired["baseline"].mean(),
-                     "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n})
-    return pd.DataFrame(rows)
+    where = {"capacity_gb": float(cell["capacity_gb"].iloc[0]), "bandwidth_gbs": float(cell["bandwidth_gbs"].iloc[0])}
+    rows = [{**where, "comparator": name,
+             **gain_columns(paired_gains(compared, "goodput_tps", ours="least-load", baselines=[name]))}
+            for name in (others if each else [best])]
+    return pd.DataFrame(rows).rename(columns={"smetric": "least_load", "baseline": "other"})
 
 
 def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
