@@ -184,8 +184,7 @@ def screening_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _compared(df: pd.DataFrame, variant: str = DEFAULT) -> pd.DataFrame:
-    """The rows of the comparison: SMETRIC and the kept baselines on the seeds SMETRIC ran (never a screening-only
-    seed)."""
+    """The compared rows: SMETRIC and the kept baselines on the seeds SMETRIC ran (never a screening-only seed)."""
     sub = df[(df["variant"] == variant) & df["kept"]]
     ours = sub[sub["policy"] == "smetric"].groupby(["testbed", "workload"])["seed"].agg(set)
     return sub[[s in ours.get((t, w), set()) for t, w, s in zip(sub["testbed"], sub["workload"], sub["seed"])]]
@@ -256,8 +255,7 @@ def peak_gains(df: pd.DataFrame, value: str = "goodput_tps", by: Sequence[str] =
 
 def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
     """C13 on 30B under each one-change variant next to the default: the per-seed peak gain over the comparator
-    (:func:`comparators`), interval and the verdict the rules would give it (the claim's own verdict comes from the
-    default row)."""
+    (:func:`comparators`), its interval and the verdict the rules would give it (the claim's comes from the default)."""
     varied = df[(df["testbed"] == "30b") & (df["variant"] != DEFAULT)]
     if varied.empty:
         return pd.DataFrame()
@@ -284,10 +282,10 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
                        screen_seeds: Sequence[int] = (), jobs: int | None = None) -> pd.DataFrame:
     """Fig. 7: the 30B testbed disaggregated into each (prefill, decode) split of ``splits``, over ``loads``.
 
-    One row per (split, policy, load, seed) with every summary metric (``prefill_tps`` is the figure of
-    merit) and ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance. The baselines
-    alone also run on ``screen_seeds`` (disjoint from ``seeds``; ``screen_seed`` marks those rows), where the
-    split and its comparator are fixed (:func:`split_table`).
+    One row per (split, policy, load, seed) with every summary metric (``prefill_tps`` is the figure of merit) and
+    ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance. The baselines alone also run on
+    ``screen_seeds`` (disjoint from ``seeds``; rows marked ``screen_seed``), where the split and its comparator are
+    fixed (:func:`split_table`).
     """
     _check_names(["30b"], policies)
     if not splits:
@@ -542,7 +540,6 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     """C12 (paired gains at the paper's load levels, on 30B if swept) and C13 (per-seed peak gain per testbed) on the
     first workload of the frame, each against the comparator the screening fixed (:func:`comparators`); the 30B
     sensitivity rows and the second workload are named in the reasons."""
-    rows = []
     workload = df.loc[df["variant"] != DEFAULT, "workload"].iloc[0] if (df["variant"] != DEFAULT).any() \
         else df["workload"].iloc[0]
     main = df[df["workload"] == workload]
@@ -561,14 +558,14 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     text = "; ".join(f"{r['paper_load']} ({r['rpm_per_instance']:g} rpm/inst) {_ci(r)}" for _, r in g.iterrows())
     overlap = (" (in this run the screening seeds are also comparison seeds: the comparator's choice reuses them)"
                if c["overlap"] else " (disjoint from the comparison seeds)")
-    rows.append({"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}, {workload}, vs {c['comparator']}: {text}",
-                 **cols,
-                 "reason": (f"paired per seed (n={cols['n_seeds']}, 95 % t-interval, Holm over the points); one "
-                            f"comparator at every load: {c['comparator']}, the top baseline of the screening (peak "
-                            f"goodput, seeds {c['screen_seeds']}{overlap}); 8x anchored at its screening peak "
-                            f"({a['anchor_rpm']:g} rpm/instance), level x read at the grid load nearest x/8 of it, "
-                            f"past saturation = 10x; 6x 'within 1 %' judged by TOST at 5 % (|gain| <= 1 %); every "
-                            f"kept baseline at each point: {others_text}")})
+    rows = [{"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}, {workload}, vs {c['comparator']}: {text}",
+             **cols,
+             "reason": (f"paired per seed (n={cols['n_seeds']}, 95 % t-interval, Holm over the points); one "
+                        f"comparator at every load: {c['comparator']}, the top baseline of the screening (peak "
+                        f"goodput, seeds {c['screen_seeds']}{overlap}); 8x anchored at its screening peak "
+                        f"({a['anchor_rpm']:g} rpm/instance), level x read at the grid load nearest x/8 of it, "
+                        f"past saturation = 10x; 6x 'within 1 %' judged by TOST at 5 % (|gain| <= 1 %); every "
+                        f"kept baseline at each point: {others_text}")}]
     default = main[main["variant"] == DEFAULT]
     sens = sensitivity_table(df)
     for claim, testbed in (("C13_peak_30b", "30b"), ("C13_peak_235b", "235b")):
