@@ -12,28 +12,25 @@ SMETRIC, on every comparison seed. SMETRIC is not run in the screening, so the r
 (:func:`screening_table`). The screening's top baseline -- the best baseline at the peak -- is **the
 comparator** of C12 and C13 (:func:`comparators`), fixed before any comparison seed is looked at and held
 at every load; :func:`paper_load_gains` with ``each=True`` gives SMETRIC against every kept baseline at
-every point beside it. (A frame whose screening seeds are also comparison seeds, as in runs before the
-seeds were split, is read alike; the claims say so.)
+every point beside it. (A frame whose screening seeds are also comparison seeds is read alike; the claims
+say so.)
 
 **Paper load levels (C12).** The paper reports trace-rate multipliers (6x, 8x, 9x, past saturation)
 of traces we do not have. We anchor them in each run: **8x = the offered load at which the comparator's
 goodput, averaged over the screening seeds, peaks on the swept grid** (the paper's own numbers put the
 best baseline's peak there: SMETRIC is +13 % over it at 9x but only +9 % at the peak, so the best baseline
 already declines at 9x), and level ``x`` is read at the grid load nearest to ``x / 8`` times that anchor
-("past saturation" = 10x). Nothing is hard-coded from an earlier model; :func:`anchor_table` reports the
-anchor of every panel and :func:`paper_load_gains` the target and the load actually read.
+("past saturation" = 10x); :func:`anchor_table` gives each panel's anchor, :func:`paper_load_gains` the target
+and the load read.
 
 **Statistics.** Every comparative number is paired per workload seed (common random numbers) through
-:mod:`~smetric.verdicts`: SMETRIC's relative gain over the comparator is taken seed by seed;
-the interval is the paired 95 % t-interval and the verdict the rules' (Holm over C12's points;
-:func:`~smetric.verdicts.claim_columns`). C13 uses each seed's own peak over the load grid
-(``seed_peaks(how="seed")``).
+:mod:`~smetric.verdicts`: SMETRIC's relative gain over the comparator seed by seed, its paired 95 % t-interval
+and the rules' verdict (Holm over C12's points; :func:`~smetric.verdicts.claim_columns`). C13 uses each seed's
+own peak over the load grid (``seed_peaks(how="seed")``).
 
-* :func:`tps_vs_load` (Fig. 6, with the C13 sensitivity rows), :func:`pd_prefill_vs_load` (Fig. 7, a
-  sweep of PD splits), :func:`latency_distributions` (Fig. 8);
-* tables: :func:`screening_table`, :func:`anchor_table`, :func:`paper_load_gains`, :func:`peak_gains`,
-  :func:`sensitivity_table`, :func:`split_table`, :func:`latency_table`, :func:`latency_changes`;
-* ``*_claims`` functions turn each frame into the rows of :func:`~smetric.experiments.claims.record_claims`.
+Each figure's experiment (:func:`tps_vs_load`, :func:`pd_prefill_vs_load`, :func:`latency_distributions`)
+comes with its tables, its plot and a ``*_claims`` function giving the rows of
+:func:`~smetric.experiments.claims.record_claims`.
 """
 
 from __future__ import annotations
@@ -43,16 +40,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..testbeds import (
-    BASELINES,
-    DEFAULT_WORKLOAD,
-    TESTBEDS,
-    agent_workload,
-    paper_cluster,
-    trace_workload,
-)
+from ..cluster.simulate import simulate
+from ..plotting import set_style
+from ..policies import available
+from ..testbeds import BASELINES, DEFAULT_WORKLOAD, TESTBEDS, agent_workload, paper_cluster, trace_workload
+from ..verdicts import claim_columns, paired_gains, seed_peaks
 from .claims import paper_value
-from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison, workload_setup
 from .screening import (
     SCREEN_SEEDS,
     check_screen_seeds,
@@ -62,14 +56,14 @@ from .screening import (
     split_screening,
 )
 from .setup_choice import choose_setup
-from ..verdicts import claim_columns, paired_gains, seed_peaks
+from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
     "ANCHOR_MULTIPLIER", "PAPER_POINTS", "MAIN_BASELINES", "SENSITIVITY", "select_testbeds", "tps_vs_load",
     "pd_prefill_vs_load", "latency_distributions", "latency_point", "screening_table", "comparators", "anchor_table",
-    "paper_load_gains",
-    "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes", "plot_vs_load",
-    "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims", "table_text",
+    "paper_load_gains", "peak_gains", "sensitivity_table", "split_table", "latency_table", "latency_changes",
+    "plot_vs_load", "plot_splits", "plot_latency", "split_name", "main_result_claims", "pd_claims", "latency_claims",
+    "table_text",
 ]
 
 ANCHOR_MULTIPLIER = 8.0  # the paper's load level put at the best baseline's peak (module docstring)
@@ -105,8 +99,6 @@ def select_testbeds(testbeds: Sequence[str] = ("30b", "235b"), model: str | None
 
 
 def _check_names(testbeds: Sequence[str], policies: Sequence[str]) -> None:
-    from ..policies import available
-
     bad = [t for t in testbeds if t not in TESTBEDS]
     if bad or not testbeds:
         raise ValueError(f"testbeds must be a non-empty list from {sorted(TESTBEDS)}, got {list(testbeds)}")
@@ -124,17 +116,14 @@ def _setup(testbed: str, workload: str, trace: str | None, loads: Sequence[float
     if not loads or min(loads) <= 0:
         raise ValueError(f"loads must be a non-empty list of positive requests/min/instance, got {loads!r}")
     setup = {"testbed": testbed, "n_instances": n_instances, "minutes": float(minutes),
-             "cluster_overrides": dict(cluster_overrides or {})}
-    if trace is not None:
-        setup["trace"] = trace
-    else:
-        setup["workload_overrides"] = {"preset": workload, "reference_rpm": float(reference_rpm or max(loads)),
-                                       **(workload_overrides or {})}
+             "cluster_overrides": dict(cluster_overrides or {}),
+             **workload_setup(workload, trace, reference_rpm or max(loads))}
+    setup["workload_overrides"].update(workload_overrides or {})
     return setup
 
 
 def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DEFAULT_WORKLOAD,
-                trace: str | None = None, loads: Mapping[str, Sequence[float]],
+                trace: str | None = None, loads: Mapping[str, Sequence[float]], model: str | None = None,
                 second_workload: str | None = None, second_loads: Mapping[str, Sequence[float]] | None = None,
                 policies: Sequence[str] = ("smetric", *BASELINES), screen_seeds: Sequence[int] = SCREEN_SEEDS,
                 n_keep: int = 4, seeds: Sequence[int] = tuple(range(8)), minutes: Mapping[str, float] | float = 10.0,
@@ -143,16 +132,16 @@ def tps_vs_load(testbeds: Sequence[str] = ("30b", "235b"), *, workload: str = DE
                 jobs: int | None = None) -> pd.DataFrame:
     """Fig. 6: goodput vs offered load, colocated with a provisioned global store, baselines screened.
 
-    Panels: every testbed on ``workload`` (or the timestamped ``trace``, labelled by its name) over
-    ``loads[testbed]``, and on ``second_workload`` (e.g. the real ``claude-code`` trace) over
-    ``second_loads[testbed]``. Stage 1 runs every baseline of ``policies`` on ``screen_seeds``; stage 2
-    runs SMETRIC and each panel's ``n_keep`` best baselines (:func:`screening_table`) on every seed of
-    ``seeds`` (disjoint from ``screen_seeds``).
-    ``sensitivity`` (30B only; variant name of :data:`SENSITIVITY` -> its load grid) re-runs SMETRIC and
-    the 30B panel's kept baselines with one change from the defaults. One row per point: ``testbed,
-    workload, variant, policy, rpm_per_instance, seed``, every summary metric, ``screen_seed`` (the row
-    belongs to the screening) and ``kept`` (the policy is compared on every seed: SMETRIC and kept baselines).
+    Panels: every testbed (or the one ``model`` selects, :func:`select_testbeds`) on ``workload`` (or the
+    timestamped ``trace``, labelled by its name) over ``loads[testbed]``, and on ``second_workload`` (e.g. the
+    real ``claude-code`` trace) over ``second_loads[testbed]``. Stage 1 runs every baseline of ``policies`` on
+    ``screen_seeds``; stage 2 runs SMETRIC and each panel's ``n_keep`` best baselines (:func:`screening_table`)
+    on every seed of ``seeds`` (disjoint from ``screen_seeds``). ``sensitivity`` (30B only; variant name of
+    :data:`SENSITIVITY` -> its load grid) re-runs SMETRIC and the 30B panel's kept baselines with one change
+    from the defaults. One row per point: ``testbed, workload, variant, policy, rpm_per_instance, seed``, every
+    summary metric, ``screen_seed`` (a screening row) and ``kept`` (SMETRIC and the kept baselines).
     """
+    testbeds = select_testbeds(testbeds, model)
     _check_names(testbeds, policies)
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError("policies must hold smetric and at least one baseline")
@@ -195,8 +184,7 @@ def screening_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _compared(df: pd.DataFrame, variant: str = DEFAULT) -> pd.DataFrame:
-    """The rows of the comparison: SMETRIC and the kept baselines on the seeds SMETRIC ran (never a screening-only
-    seed)."""
+    """The compared rows: SMETRIC and the kept baselines on the seeds SMETRIC ran (never a screening-only seed)."""
     sub = df[(df["variant"] == variant) & df["kept"]]
     ours = sub[sub["policy"] == "smetric"].groupby(["testbed", "workload"])["seed"].agg(set)
     return sub[[s in ours.get((t, w), set()) for t, w, s in zip(sub["testbed"], sub["workload"], sub["seed"])]]
@@ -206,10 +194,8 @@ def comparators(df: pd.DataFrame) -> pd.DataFrame:
     """Per testbed and workload: the comparator fixed by the screening -- the top-ranked baseline by its peak
     goodput averaged over the screening seeds -- and ``overlap``, whether those seeds are also comparison seeds
     (``testbed, workload, comparator, screen_seeds, overlap``)."""
-    table = screening_table(df)
-    top = table[table["rank"] == 1]
     rows = []
-    for _, r in top.iterrows():
+    for _, r in screening_table(df).query("rank == 1").iterrows():
         panel = df[(df["testbed"] == r["testbed"]) & (df["workload"] == r["workload"]) & (df["variant"] == DEFAULT)]
         screen = set(panel.loc[panel["screen_seed"] & (panel["policy"] != "smetric"), "seed"])
         ours = set(panel.loc[panel["policy"] == "smetric", "seed"])
@@ -235,12 +221,10 @@ def anchor_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def paper_load_gains(df: pd.DataFrame, points: Mapping[str, float] = PAPER_POINTS, each: bool = False) -> pd.DataFrame:
     """SMETRIC's paired goodput gain at each paper load level, per testbed and workload, over the comparator
-    (:func:`comparators`; ``each=True``: over every kept baseline, one row each).
-
-    Level ``x`` is read at the grid load nearest to ``x / 8 × anchor_rpm`` (ties: the lower). Columns
-    ``testbed, workload, paper_load, target_rpm, rpm_per_instance, comparator, smetric, baseline,
-    gain_mean, ci_low, ci_high, n_seeds`` (``smetric``/``baseline``: seed-mean goodput).
-    """
+    (:func:`comparators`; ``each=True``: over every kept baseline, one row each). Level ``x`` is read at the grid
+    load nearest to ``x / 8 × anchor_rpm`` (ties: the lower). Columns ``testbed, workload, paper_load, target_rpm,
+    rpm_per_instance, comparator, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds`` (``smetric``/
+    ``baseline``: seed-mean goodput)."""
     rows = []
     anchors = anchor_table(df).set_index(["testbed", "workload"])
     for (t, w), sub in _compared(df).groupby(["testbed", "workload"], sort=False):
@@ -265,17 +249,13 @@ def peak_gains(df: pd.DataFrame, value: str = "goodput_tps", by: Sequence[str] =
     sub = sub[sub["seed"].isin(sub.loc[sub["policy"] == "smetric", "seed"])]  # screening-only seeds are not compared
     peaks = seed_peaks(sub, value, keys=[*by, "policy", "seed"])
     gains = paired_gains(peaks, value, by=by, baselines=baselines)
-    rows = []
-    for key, g in gains.groupby(by, sort=False):
-        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
-                     "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{**dict(zip(by, key)), "best_baseline": g["best_baseline"].iloc[0], **gain_columns(g)}
+                         for key, g in gains.groupby(by, sort=False)])
 
 
 def sensitivity_table(df: pd.DataFrame) -> pd.DataFrame:
     """C13 on 30B under each one-change variant next to the default: the per-seed peak gain over the comparator
-    (:func:`comparators`), interval and the verdict the rules would give it (the claim's own verdict comes from the
-    default row)."""
+    (:func:`comparators`), its interval and the verdict the rules would give it (the claim's comes from the default)."""
     varied = df[(df["testbed"] == "30b") & (df["variant"] != DEFAULT)]
     if varied.empty:
         return pd.DataFrame()
@@ -302,10 +282,10 @@ def pd_prefill_vs_load(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), *
                        screen_seeds: Sequence[int] = (), jobs: int | None = None) -> pd.DataFrame:
     """Fig. 7: the 30B testbed disaggregated into each (prefill, decode) split of ``splits``, over ``loads``.
 
-    One row per (split, policy, load, seed) with every summary metric (``prefill_tps`` is the figure of
-    merit) and ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance. The baselines
-    alone also run on ``screen_seeds`` (disjoint from ``seeds``; ``screen_seed`` marks those rows), where the
-    split and its comparator are fixed (:func:`split_table`).
+    One row per (split, policy, load, seed) with every summary metric (``prefill_tps`` is the figure of merit) and
+    ``split`` (``24P+8D``), ``n_prefill``, ``n_decode``; loads count every instance. The baselines alone also run on
+    ``screen_seeds`` (disjoint from ``seeds``; rows marked ``screen_seed``), where the split and its comparator are
+    fixed (:func:`split_table`).
     """
     _check_names(["30b"], policies)
     if not splits:
@@ -332,8 +312,7 @@ def split_table(df: pd.DataFrame, choose_by: str = "goodput_tps", each: bool = F
     screening seeds without SMETRIC; the table gives SMETRIC's paired peak prefill-TPS gain over the comparator (or,
     ``each=True``, over every baseline) and its verdict (C14) in every split."""
     return choose_setup(df, setup="split", value="prefill_tps", choose_by=choose_by,
-                        paper=paper_value("C14_pd_prefill"),
-                        each=each)
+                        paper=paper_value("C14_pd_prefill"), each=each)
 
 
 # ---------------------------------------------------------------------------------------- fig. 8
@@ -342,8 +321,6 @@ def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_fra
                   trace: str | None) -> pd.DataFrame:
     """TTFT and TPOT quantiles of one policy's requests after the warm-up cut, and its summary (a
     :class:`~smetric.experiments.comparison.Comparison`'s ``simulate``)."""
-    from ..cluster.simulate import simulate
-
     cluster = paper_cluster(testbed, n_instances=n_instances)
     rpm = float(rpm_per_instance)
     work = (trace_workload(trace, cluster.n_instances, minutes, rpm) if trace is not None else
@@ -360,10 +337,8 @@ def latency_point(rpm_per_instance: float, policy: str, *, seed: int, warmup_fra
             raise ValueError(f"{policy}: no request has a {metric} after the warm-up cut; lower the load")
         parts.append(pd.DataFrame({"metric": metric, "quantile": _QUANTILES,
                                    "value": np.quantile(values, _QUANTILES), "n": len(values)}))
-    out = pd.concat(parts, ignore_index=True)
-    for key in ("goodput_tps", "slo_attainment", "n_requests", "n_unfinished"):
-        out[key] = summary[key]
-    return out
+    keys = ("goodput_tps", "slo_attainment", "n_requests", "n_unfinished")
+    return pd.concat(parts, ignore_index=True).assign(**{key: summary[key] for key in keys})
 
 
 def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES), testbed: str = "30b",
@@ -373,11 +348,10 @@ def latency_distributions(policies: Sequence[str] = ("smetric", *MAIN_BASELINES)
                           jobs: int | None = None) -> pd.DataFrame:
     """Fig. 8: TTFT (s) and TPOT (ms) quantiles per policy and seed at one offered load.
 
-    One row per (policy, seed, metric, quantile) with ``value`` and the point's ``goodput_tps``,
-    ``slo_attainment``, ``n_requests``, ``n_unfinished`` (requests never finished have no TPOT; those
-    never prefilled no TTFT: both are excluded from the quantiles and counted in ``n_unfinished``), and
-    ``screen_seed``: the baselines alone also run on ``screen_seeds`` (disjoint from ``seeds``), where the
-    comparator of C16 is fixed (:func:`latency_changes`; :mod:`~smetric.experiments.screening`).
+    One row per (policy, seed, metric, quantile) with ``value`` and the point's ``goodput_tps``, ``slo_attainment``,
+    ``n_requests``, ``n_unfinished`` (requests never finished have no TPOT, those never prefilled no TTFT: both are
+    left out of the quantiles and counted here) and ``screen_seed``: the baselines alone also run on
+    ``screen_seeds`` (disjoint from ``seeds``), where C16's comparator is fixed (:func:`latency_changes`).
     """
     _check_names([testbed], policies)
     if len(set(seeds)) != len(seeds) or not seeds:
@@ -413,14 +387,12 @@ def latency_changes(frame: pd.DataFrame, quantile: float = 0.5, each: bool = Fal
     """SMETRIC's relative change of the TPOT and TTFT ``quantile`` vs the comparator, paired per seed.
 
     The comparator is the baseline with the highest screening-seed mean goodput at this load
-    (:func:`~smetric.experiments.screening.screened_comparator`: fixed on the screening seeds, not by latency;
-    on the compared seeds themselves when the frame has no screening rows); ``each=True`` gives one row per
-    baseline instead. Columns ``metric, best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds``
-    (``best_baseline``: the comparator, or each baseline; ``gain`` = smetric / baseline - 1: negative is lower
-    latency), the seed-mean ``goodput_tps`` of that baseline on the compared seeds.
+    (:func:`~smetric.experiments.screening.screened_comparator`: not chosen by latency; on the compared seeds
+    when the frame has no screening rows); ``each=True``: one row per baseline instead. Columns ``metric,
+    best_baseline, smetric, baseline, gain_mean, ci_low, ci_high, n_seeds, baseline_goodput_tps`` (``gain`` =
+    smetric / baseline - 1: negative is lower latency; the last, that baseline's seed-mean goodput).
     """
-    points = frame.drop_duplicates(["policy", "seed"])
-    best, _ = screened_comparator(points, load=None)
+    best, _ = screened_comparator(frame.drop_duplicates(["policy", "seed"]), load=None)
     _, compared, _ = split_screening(frame)
     names = sorted(set(compared["policy"]) - {"smetric"}) if each else [best]
     goodput = compared.drop_duplicates(["policy", "seed"]).groupby("policy")["goodput_tps"].mean()
@@ -448,6 +420,7 @@ def _styles(policies) -> tuple[list[str], dict, dict]:
 
 
 def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes: dict, legend: bool) -> None:
+    """Seed-mean ``metric`` (in thousands) vs offered load, one line per policy, on ``ax``."""
     import seaborn as sns
 
     mean = sub.groupby(["policy", "rpm_per_instance"], as_index=False)[metric].mean()
@@ -455,6 +428,7 @@ def _panel(ax, sub: pd.DataFrame, metric: str, palette: dict, order: list, sizes
     here = [p for p in order if p in set(mean["policy"])]
     sns.lineplot(mean, x="rpm_per_instance", y="k", hue="policy", hue_order=here, palette=palette, size="policy",
                  sizes=sizes, size_order=here, marker="o", markersize=4, ax=ax, legend=legend, seed=0)
+    ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None))
 
 
 def _finish(fig, axes, order: list, title: str, legend_title: str = "policy"):
@@ -480,8 +454,6 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
     kept baselines; dotted lines mark the paper's load levels, anchored at the best baseline's peak (8x)."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import set_style
-
     set_style()
     comp = _compared(df)
     order, palette, sizes = _styles(comp["policy"].unique())
@@ -502,8 +474,7 @@ def plot_vs_load(df: pd.DataFrame, title: str = "", points: Mapping[str, float] 
                     ax.axvline(x, color="0.5", ls=":", lw=1)
                     ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
                                 textcoords="offset points", fontsize=7, color="0.35", rotation=90, va="top")
-            ax.set(xlabel="offered load (requests / min / instance)", ylabel="goodput (k tokens/s within SLO)",
-                   ylim=(0, None), title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
+            ax.set(ylabel="goodput (k tokens/s within SLO)", title=f"{t.upper()} ({TESTBEDS[t][0]}), {w}")
     return _finish(fig, axes.flat, order, title, legend_title="policy (kept baselines)")
 
 
@@ -511,9 +482,6 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
     """Fig. 7: prefill TPS vs load, one panel per PD split (each workload's chosen split first, marked), one row of
     panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`); each row's split is chosen by the
     goodput rule (:func:`split_table`) on that row's own sweep."""
-    from ..plotting import set_style
-    from .workload_rows import row_grid, row_title, workload_frames
-
     set_style()
     order, palette, sizes = _styles(df["policy"].unique())
     n_splits = max(sub["split"].nunique() for _, sub in workload_frames(df))
@@ -524,8 +492,7 @@ def plot_splits(df: pd.DataFrame, title: str = ""):
         shown = split_screening(sub)[1]  # the compared seeds; the screening only fixed the split and comparator
         for j, (ax, split) in enumerate(zip(axes, splits)):
             _panel(ax, shown[shown["split"] == split], "prefill_tps", palette, order, sizes, legend=i == j == 0)
-            ax.set(xlabel="offered load (requests / min / instance)", ylim=(0, None),
-                   ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
+            ax.set(ylabel="prefill TPS (k prompt tokens/s within TTFT SLO)",
                    title=row_title(workload, split) + (" (chosen: best baseline goodput)" if j == 0 else ""))
         for ax in axes[len(splits):]:
             ax.set_visible(False)
@@ -537,9 +504,6 @@ def plot_latency(frame: pd.DataFrame, tpot_slo_ms: float = 20.0, ttft_base_s: fl
     panels per workload (:func:`~smetric.experiments.workload_rows.row_grid`), each at its own load; the compared
     seeds only (never a screening seed)."""
     import seaborn as sns
-
-    from ..plotting import set_style
-    from .workload_rows import row_grid
 
     set_style()
     frame = split_screening(frame)[1]
@@ -576,35 +540,32 @@ def main_result_claims(df: pd.DataFrame) -> list[dict]:
     """C12 (paired gains at the paper's load levels, on 30B if swept) and C13 (per-seed peak gain per testbed) on the
     first workload of the frame, each against the comparator the screening fixed (:func:`comparators`); the 30B
     sensitivity rows and the second workload are named in the reasons."""
-    rows = []
     workload = df.loc[df["variant"] != DEFAULT, "workload"].iloc[0] if (df["variant"] != DEFAULT).any() \
         else df["workload"].iloc[0]
     main = df[df["workload"] == workload]
     others = [w for w in dict.fromkeys(df["workload"]) if w != workload]
     anchors = anchor_table(main).set_index("testbed")
     comps = comparators(main).set_index("testbed")
-    levels = paper_load_gains(main)
-    testbeds = list(dict.fromkeys(main["testbed"]))
-    primary = "30b" if "30b" in testbeds else testbeds[0]
-    g = levels[levels["testbed"] == primary].reset_index(drop=True)
+    primary = "30b" if (main["testbed"] == "30b").any() else main["testbed"].iloc[0]
+    at = main[main["testbed"] == primary]
+    g, each = paper_load_gains(at), paper_load_gains(at, each=True)
     a, c = anchors.loc[primary], comps.loc[primary]
     cols = claim_columns([row_interval(r) for _, r in g.iterrows()], paper_value("C12_gain_vs_load"),
                          points=list(g["paper_load"]), comparators=list(g["comparator"]))
-    each = paper_load_gains(main[main["testbed"] == primary], each=True)
     others_text = "; ".join(f"{lvl}: " + ", ".join(f"{r['comparator']} {_pct(r['gain_mean'])}"
                                                    for _, r in sub.iterrows())
                             for lvl, sub in each.groupby("paper_load", sort=False))
     text = "; ".join(f"{r['paper_load']} ({r['rpm_per_instance']:g} rpm/inst) {_ci(r)}" for _, r in g.iterrows())
     overlap = (" (in this run the screening seeds are also comparison seeds: the comparator's choice reuses them)"
                if c["overlap"] else " (disjoint from the comparison seeds)")
-    rows.append({"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}, {workload}, vs {c['comparator']}: {text}",
-                 **cols,
-                 "reason": (f"paired per seed (n={cols['n_seeds']}, 95 % t-interval, Holm over the points); one "
-                            f"comparator at every load: {c['comparator']}, the top baseline of the screening (peak "
-                            f"goodput, seeds {c['screen_seeds']}{overlap}); 8x anchored at its screening peak "
-                            f"({a['anchor_rpm']:g} rpm/instance), level x read at the grid load nearest x/8 of it, "
-                            f"past saturation = 10x; 6x 'within 1 %' judged by TOST at 5 % (|gain| <= 1 %); every "
-                            f"kept baseline at each point: {others_text}")})
+    rows = [{"claim_id": "C12_gain_vs_load", "reproduced": f"{primary}, {workload}, vs {c['comparator']}: {text}",
+             **cols,
+             "reason": (f"paired per seed (n={cols['n_seeds']}, 95 % t-interval, Holm over the points); one "
+                        f"comparator at every load: {c['comparator']}, the top baseline of the screening (peak "
+                        f"goodput, seeds {c['screen_seeds']}{overlap}); 8x anchored at its screening peak "
+                        f"({a['anchor_rpm']:g} rpm/instance), level x read at the grid load nearest x/8 of it, "
+                        f"past saturation = 10x; 6x 'within 1 %' judged by TOST at 5 % (|gain| <= 1 %); every "
+                        f"kept baseline at each point: {others_text}")}]
     default = main[main["variant"] == DEFAULT]
     sens = sensitivity_table(df)
     for claim, testbed in (("C13_peak_30b", "30b"), ("C13_peak_235b", "235b")):

@@ -1,17 +1,13 @@
 """Motivation figures 2-5 (SMetric §4): why neither cache affinity nor load balance alone suffices.
 
-* **fig02** :func:`no_global_tier` -- no global KV tier and no host DRAM (the paper's "without a
-  CPU/remote tier"): the KV-favouring linear BAILIAN scheduler vs LMetric vs load-only vs pure
-  cache affinity, reuse ratio and goodput across offered loads (claims C8).
-* **fig03** :func:`global_tier_sweep` -- capacity x per-instance bandwidth of the global store at
-  one load near the knee; :func:`global_tier_gaps` gives load-only's goodput relative to the best
-  policy per cell (claim C9).
-* **fig04** :func:`sticky_imbalance` -- per-instance load over time (``SimResult.timeseries``)
-  under session-sticky, cache-affinity, SMETRIC and load-only; :func:`imbalance_over_time` its
-  max/mean per window (claim C10).
-* **fig05** :func:`load_metric_accuracy` -- request count, new-token count (Dynamo / LMetric) and
-  SMETRIC's attention-aware cost as predictors of the performance model's prefill time, without
-  the engine, on the sessions of a synthetic preset or of a trace (:func:`metric_sessions`).
+* **fig02** :func:`no_global_tier` -- no global KV tier and no host DRAM (the paper's "without a CPU/remote
+  tier"): KV-favouring BAILIAN vs LMetric vs load-only vs pure cache affinity over offered loads (claims C8).
+* **fig03** :func:`global_tier_sweep` -- global-store capacity x per-instance bandwidth at one load near the
+  knee; :func:`global_tier_gaps` gives load-only's goodput relative to the best policy per cell (claim C9).
+* **fig04** :func:`sticky_imbalance` -- per-instance load over time under session-sticky, cache-affinity,
+  SMETRIC and load-only; :func:`imbalance_over_time` its max/mean per window (claim C10).
+* **fig05** :func:`load_metric_accuracy` -- request count, new tokens (Dynamo / LMetric) and SMETRIC's
+  attention-aware cost as predictors of the performance model's prefill time (no engine).
 
 Every figure also runs a second row, the real ``claude-code`` trace (:mod:`.workload_rows`).
 
@@ -20,9 +16,9 @@ concurrent sessions (the generator's session arrival rate, replayed at ``load=1`
 replay of a 45 rpm/instance trace: the tool and think gaps between turns stay as generated, since
 an agent's tool time does not depend on how busy the cluster is. (Replaying at ``load=0.1-0.3``
 would stretch every gap 3-10x and push follow-ups out of a 30 GB HBM cache before they return.)
-Replay is open (the paper's trace replay) by default: a follow-up arrives at its generated time even
-if its parent is still queued -- near the knee ~10 % of follow-ups do, and miss their parent's KV.
-``replay="closed"`` releases each follow-up only after its parent finished (plus the gap).
+Replay is closed by default: a follow-up is released only after its parent finished (plus the gap).
+``replay="open"`` is the paper's trace replay: a follow-up arrives at its generated time even if its parent is
+still queued -- near the knee ~10 % of follow-ups do, and miss their parent's KV.
 """
 
 from __future__ import annotations
@@ -52,15 +48,15 @@ from ..testbeds import (
     paper_cluster,
     trace_workload,
 )
+from ..verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 from ..workload.characterize import prefix_reuse
 from ..workload.core import Workload
 from ..workload.loaders import load_trace
 from ..workload.synthetic import PRESETS, synth_agent_workload
 from .claims import band_verdict, claim_band, paper_value
-from .comparison import Comparison, Panel, row_interval, run_comparison, workload_setup
+from .comparison import Comparison, Panel, gain_columns, row_interval, run_comparison, workload_setup
 from .screening import screened_comparator, screening_note, split_screening
 from .sweep import sweep
-from ..verdicts import UNDETERMINED, claim_columns, gain_interval, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = [
@@ -80,7 +76,6 @@ POLICY_LABELS = {
     "session-sticky": "llm-d session-sticky",
 }
 RPM_LABEL = "offered load (requests / min / instance)"
-
 
 
 def _label(policy: str) -> str:
@@ -133,9 +128,8 @@ def no_global_tier(rpm_per_instance: Sequence[float] = (24, 36, 44, 52, 60),
     rpms = _check_rates("rpm_per_instance", rpm_per_instance)
     setup = {"global_store": None, "testbed": testbed, "n_instances": n_instances, "minutes": minutes,
              "cluster_overrides": {"replay": replay}, **workload_setup(workload, trace, max(rpms))}
-    comparison = Comparison({(): Panel(setup, rpms)}, policies, seeds, columns=("seed", "policy", "rpm_per_instance"),
-                            warmup_frac=warmup_frac)
-    return run_comparison(comparison, jobs=jobs)
+    return run_comparison(Comparison({(): Panel(setup, rpms)}, policies, seeds, warmup_frac=warmup_frac,
+                                     columns=("seed", "policy", "rpm_per_instance")), jobs=jobs)
 
 
 def plot_no_global_tier(frame: pd.DataFrame):
@@ -161,12 +155,9 @@ def plot_no_global_tier(frame: pd.DataFrame):
 
 
 def no_global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C8 rows for :func:`smetric.experiments.claims.record_claims`, paired per workload seed.
-
-    Read at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best). Per seed, the
-    reuse ratio and the goodput of LMetric relative to BAILIAN (``lmetric / bailian - 1``; the paper's
-    "0.74 vs 0.45" is the relative change 0.45 / 0.74 - 1 = -39 %); paired t-interval over the seeds,
-    verdict by :func:`~smetric.verdicts.claim_columns`.
+    """C8 rows: LMetric's reuse ratio and goodput relative to BAILIAN (``lmetric / bailian - 1``) per workload seed,
+    at the load where BAILIAN's seed-mean goodput peaks (BAILIAN at its best); the paper's "0.74 vs 0.45" is the
+    relative change 0.45 / 0.74 - 1 = -39 %. Paired t-interval, verdict by :func:`~smetric.verdicts.claim_columns`.
     """
     mean = frame.groupby(["rpm_per_instance", "policy"])[["goodput_tps", "hit_ratio"]].mean().unstack("policy")
     ref = float(mean["goodput_tps"]["bailian"].idxmax())
@@ -227,15 +218,13 @@ def global_tier_sweep(capacities_gb: Sequence[float] = (0.0, 50.0, 200.0, math.i
                       jobs: int | None = None) -> pd.DataFrame:
     """Fig. 3: every policy on every (capacity, per-instance bandwidth) global store at one load, per seed.
 
-    ``kv_connector`` defaults to ``ideal``, the per-instance store link of ``bandwidth_gbs``: the
-    ``lmcache-mooncake`` connector of the other figures ignores :attr:`GlobalStore.bandwidth_gbs` (its NIC
-    pool, client throughput and PCIe set the read rate), so a bandwidth axis needs the ideal link.
-
-    Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the
-    provisioned bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. One row per
-    (seed, capacity_gb, bandwidth_gbs, policy) with every summary metric, and ``screen_seed``: on
-    ``screen_seeds`` (disjoint from ``seeds``) the routers other than least-load run in C9's cell alone (the
-    largest store at the highest bandwidth), where they fix C9's comparator (:func:`global_tier_claims`).
+    Capacity ``0`` is "no global store" (run once, ``bandwidth_gbs`` NaN); ``math.inf`` with the provisioned
+    bandwidth (23.75 GB/s per GPU) is :meth:`GlobalStore.provisioned`. ``kv_connector`` defaults to ``ideal``, a
+    per-instance store link of ``bandwidth_gbs``: the ``lmcache-mooncake`` connector of the other figures ignores
+    :attr:`GlobalStore.bandwidth_gbs` (its NIC pool, client throughput and PCIe set the read rate). One row per
+    (seed, capacity_gb, bandwidth_gbs, policy) with every summary metric and ``screen_seed``: on ``screen_seeds``
+    (disjoint from ``seeds``) the routers but least-load run in C9's cell alone (the largest store at the highest
+    bandwidth), where they fix C9's comparator (:func:`global_tier_claims`).
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     caps = [float(c) for c in capacities_gb]
@@ -282,9 +271,7 @@ def global_tier_gaps(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _capacity_label(cap: float) -> str:
-    if cap == 0:
-        return "none"
-    return "unlimited" if math.isinf(cap) else f"{cap:g} GB"
+    return "none" if cap == 0 else "unlimited" if math.isinf(cap) else f"{cap:g} GB"
 
 
 def _store_grid(gaps: pd.DataFrame, col: str) -> pd.DataFrame:
@@ -344,25 +331,17 @@ def load_only_gains(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
     others = sorted(p for p in cell["policy"].unique() if p != "least-load")
     best, _ = screened_comparator(cell, load=None, ours="least-load", baselines=others)
     compared = split_screening(cell)[1]
-    rows = []
-    for name in (others if each else [best]):
-        paired = paired_gains(compared, "goodput_tps", ours="least-load", baselines=[name])
-        iv = gain_interval(paired["gain"])
-        rows.append({"capacity_gb": float(cell["capacity_gb"].iloc[0]),
-                     "bandwidth_gbs": float(cell["bandwidth_gbs"].iloc[0]), "comparator": name,
-                     "least_load": paired["ours"].mean(), "other": paired["baseline"].mean(),
-                     "gain_mean": iv.mean, "ci_low": iv.low, "ci_high": iv.high, "n_seeds": iv.n})
-    return pd.DataFrame(rows)
+    where = {"capacity_gb": float(cell["capacity_gb"].iloc[0]), "bandwidth_gbs": float(cell["bandwidth_gbs"].iloc[0])}
+    rows = [{**where, "comparator": name,
+             **gain_columns(paired_gains(compared, "goodput_tps", ours="least-load", baselines=[name]))}
+            for name in (others if each else [best])]
+    return pd.DataFrame(rows).rename(columns={"smetric": "least_load", "baseline": "other"})
 
 
 def global_tier_claims(frame: pd.DataFrame) -> list[dict]:
-    """C9 row: load-only vs the comparator with the largest store at the highest bandwidth, paired per seed.
-
-    The comparator is the other router with the highest goodput there on the screening seeds
-    (:func:`load_only_gains`), then load-only's relative goodput is taken seed by seed on the comparison
-    seeds; the paper's "within 7 %" is a lower bound -0.07 on it
-    (:func:`~smetric.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %).
-    """
+    """C9 row: load-only's goodput relative to the comparator fixed on the screening seeds (:func:`load_only_gains`)
+    with the largest store at the highest bandwidth, paired per comparison seed; the paper's "within 7 %" is a lower
+    bound -0.07 on it (:func:`~smetric.verdicts.bound_verdict`: reproduced when the whole interval is >= -7 %)."""
     gaps = global_tier_gaps(frame)
     stores = gaps[gaps["capacity_gb"] > 0]
     fixed = load_only_gains(frame).iloc[0]
@@ -399,11 +378,9 @@ def _imbalance_point(policy: str, seed: int, *, rpm_per_instance: float, testbed
                      minutes: float, warmup_frac: float, window_s: float, n_samples: int, replay: str, workload: str,
                      trace: str | None) -> pd.DataFrame:
     """Per (window, instance): mean requests in the instance (running + waiting) and HBM KV in use."""
-    if trace is not None:
-        load = trace_workload(trace, n_instances, minutes, rpm_per_instance)
-    else:
-        load = agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
-                              reference_rpm=rpm_per_instance)
+    load = (trace_workload(trace, n_instances, minutes, rpm_per_instance) if trace is not None else
+            agent_workload(n_instances, minutes, seed, rpm_per_instance=rpm_per_instance, preset=workload,
+                           reference_rpm=rpm_per_instance))
     cluster = paper_cluster(testbed, n_instances=n_instances, replay=replay)
     result = simulate(load, cluster, policy, load=1.0, seed=seed, n_samples=n_samples)
     start = result.warmup_end(warmup_frac)
@@ -425,12 +402,10 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
                      n_samples: int = 1000, replay: str = "closed", jobs: int | None = None) -> pd.DataFrame:
     """Fig. 4: per-instance load over time, provisioned global store, measured after the warm-up, per seed.
 
-    One row per (seed, policy, minute, instance): ``requests`` = running + waiting requests and
-    ``kv_used_frac`` = HBM KV held by admitted requests over capacity, each averaged over
-    ``window_s``-second windows of the engine's ``n_samples`` samples (the first window starts at the
-    warm-up cut, the last ends at the last arrival; ``minute`` = window start since the cut);
-    ``work_imbalance`` = the run's max/mean of per-instance computed tokens (``summary()['imbalance']``,
-    whole run, one value per policy and seed).
+    One row per (seed, policy, minute, instance): ``requests`` (running + waiting) and ``kv_used_frac`` (HBM KV
+    held by admitted requests over capacity), each averaged over ``window_s``-second windows of the engine's
+    ``n_samples`` samples from the warm-up cut to the last arrival (``minute`` = window start since the cut), and
+    ``work_imbalance``, the whole run's max/mean of per-instance computed tokens (``summary()['imbalance']``).
     """
     _check_common(testbed, n_instances, minutes, warmup_frac, replay, seeds, workload)
     _check_rates("rpm_per_instance", [rpm_per_instance])
@@ -447,10 +422,7 @@ def sticky_imbalance(policies: Sequence[str] = ("session-sticky", "cache-affinit
 
 def imbalance_over_time(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (workload if labelled, seed, policy, minute): max / mean over instances of ``requests`` and of
-    ``kv_used_frac``.
-
-    Windows where every instance is idle (mean 0) are dropped for that signal.
-    """
+    ``kv_used_frac``; NaN where every instance is idle (mean 0)."""
     keys = [k for k in ("workload", "seed", "policy", "minute") if k in frame.columns]
     grouped = frame.groupby(keys, sort=False)
     out = grouped[["requests", "kv_used_frac"]].max() / grouped[["requests", "kv_used_frac"]].mean()
@@ -470,6 +442,7 @@ def imbalance_per_seed(frame: pd.DataFrame) -> pd.DataFrame:
 def plot_sticky_imbalance(frame: pd.DataFrame):
     """Per workload: requests per instance over time (a heatmap per policy), then max/mean over time per signal."""
     import matplotlib.pyplot as plt
+    import seaborn as sns
 
     set_style()
     policies = list(dict.fromkeys(frame["policy"]))
@@ -477,47 +450,39 @@ def plot_sticky_imbalance(frame: pd.DataFrame):
     fig = plt.figure(figsize=(3.4 * len(policies), 8 * len(frames)))
     grid = fig.add_gridspec(2 * len(frames), len(policies) * 2, height_ratios=[1.1, 1] * len(frames))
     for row, (workload, sub) in enumerate(frames):
-        _imbalance_panels(fig, grid, 2 * row, workload, sub, policies, paper=row == 0)
+        prefix = row_title(workload)
+        first = sub[sub["seed"] == sub["seed"].min()]  # the heatmaps show one seed; the ratios every seed
+        vmax = float(sub["requests"].quantile(0.99))
+        for k, policy in enumerate(policies):
+            ax = fig.add_subplot(grid[2 * row, 2 * k:2 * k + 2])
+            heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
+            heat.columns = [f"{m:g}" for m in heat.columns]
+            sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
+                        xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
+                        cbar_kws={"label": "requests in the instance\n(running + waiting)"})
+            ax.set(title=f"{prefix}{_label(policy)}\n(seed {int(first['seed'].iloc[0])})",
+                   xlabel="minute (after warm-up)", ylabel="instance" if k == 0 else "")
+        ratios = imbalance_over_time(sub)
+        ratios["scheduler"] = ratios["policy"].map(_label)
+        half = len(policies)
+        for j, (col, title) in enumerate((("requests_imbalance", "requests (running + waiting)"),
+                                          ("kv_imbalance", "HBM KV in use"))):
+            ax = fig.add_subplot(grid[2 * row + 1, j * half:(j + 1) * half])
+            means = ratios.groupby("scheduler", sort=False)[col].mean()
+            sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax, hue_order=list(means.index),
+                         legend=j == 0, seed=0)
+            if j == 0:
+                handles, labels = ax.get_legend_handles_labels()
+                ax.legend(handles, [f"{lab} (mean {means[lab]:.2f}x)" for lab in labels], fontsize=8)
+            else:
+                ax.text(0.99, 0.97, "\n".join(f"{lab.split(' (')[0]}: {v:.2f}x" for lab, v in means.items()),
+                        transform=ax.transAxes, ha="right", va="top", fontsize=8)
+            ax.axhline(2.17, color="0.3", ls="--", lw=1)
+            ax.set(xlabel="minute (after warm-up)", ylabel="max / mean over instances", ylim=(1, None),
+                   title=f"{prefix}imbalance of {title}"
+                   + (" (dashed: paper's 2.17x for sticky)" if row == 0 else " (dashed: 2.17x)"))
     fig.tight_layout()
     return fig
-
-
-def _imbalance_panels(fig, grid, top: int, workload: str, frame: pd.DataFrame, policies: list[str],
-                      paper: bool) -> None:
-    """One workload's panels of :func:`plot_sticky_imbalance` in rows ``top`` and ``top + 1`` of ``grid``."""
-    import seaborn as sns
-
-    prefix = row_title(workload)
-    first = frame[frame["seed"] == frame["seed"].min()]  # the heatmaps show one seed; the ratios every seed
-    vmax = float(frame["requests"].quantile(0.99))
-    for k, policy in enumerate(policies):
-        ax = fig.add_subplot(grid[top, 2 * k:2 * k + 2])
-        heat = first[first["policy"] == policy].pivot(index="instance", columns="minute", values="requests")
-        heat.columns = [f"{m:g}" for m in heat.columns]
-        sns.heatmap(heat, cmap="rocket_r", vmin=0, vmax=vmax, ax=ax, cbar=k == len(policies) - 1,
-                    xticklabels=max(1, heat.shape[1] // 5), yticklabels=max(1, heat.shape[0] // 8),
-                    cbar_kws={"label": "requests in the instance\n(running + waiting)"})
-        ax.set(title=f"{prefix}{_label(policy)}\n(seed {int(first['seed'].iloc[0])})", xlabel="minute (after warm-up)",
-               ylabel="instance" if k == 0 else "")
-    ratios = imbalance_over_time(frame)
-    ratios["scheduler"] = ratios["policy"].map(_label)
-    half = len(policies)
-    for j, (col, title) in enumerate((("requests_imbalance", "requests (running + waiting)"),
-                                      ("kv_imbalance", "HBM KV in use"))):
-        ax = fig.add_subplot(grid[top + 1, j * half:(j + 1) * half])
-        means = ratios.groupby("scheduler", sort=False)[col].mean()
-        sns.lineplot(ratios, x="minute", y=col, hue="scheduler", ax=ax,
-                     hue_order=list(means.index), legend=j == 0, seed=0)
-        if j == 0:
-            handles, labels = ax.get_legend_handles_labels()
-            ax.legend(handles, [f"{lab} (mean {means[lab]:.2f}x)" for lab in labels], fontsize=8)
-        else:
-            ax.text(0.99, 0.97, "\n".join(f"{lab.split(' (')[0]}: {v:.2f}x" for lab, v in means.items()),
-                    transform=ax.transAxes, ha="right", va="top", fontsize=8)
-        ax.axhline(2.17, color="0.3", ls="--", lw=1)
-        ax.set(xlabel="minute (after warm-up)", ylabel="max / mean over instances", ylim=(1, None),
-               title=f"{prefix}imbalance of {title}" + (" (dashed: paper's 2.17x for sticky)" if paper
-                                                          else " (dashed: 2.17x)"))
 
 
 def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
@@ -555,10 +520,9 @@ def sticky_imbalance_claims(frame: pd.DataFrame) -> list[dict]:
                    f"on every seed -> direction only. Signal = running + waiting requests per instance, window means "
                    f"of the engine's samples, max/mean over the {frame['instance'].nunique()} instances per window, "
                    f"averaged over the windows after the warm-up at {frame['rpm_per_instance'].iloc[0]:g} "
-                   f"req/min/instance, then over "
-                   f"{len(sticky_s)} workload seeds; the paper's load signal is not stated. Sticky pins heavy-tailed "
-                   "sessions to their first instance, whose queue then grows; a few requests per instance also "
-                   f"inflate max/mean (load-only shows that floor){undefined}"),
+                   f"req/min/instance, then over {len(sticky_s)} workload seeds; the paper's load signal is not "
+                   "stated. Sticky pins heavy-tailed sessions to their first instance, whose queue then grows; a few "
+                   f"requests per instance also inflate max/mean (load-only shows that floor){undefined}"),
     }]
 
 
@@ -587,10 +551,9 @@ def _queue_sums(values: np.ndarray, q: float, n: int, rng: np.random.Generator) 
 
 def metric_sessions(n_sessions: int, seed: int = 0, workload: str = DEFAULT_WORKLOAD,
                     trace: str | None = None) -> Workload:
-    """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or whole
-    sessions of a trace -- ``trace`` (a file or catalog name, any format ``load_trace`` reads) or the ``workload``
-    of ``testbeds.TRACE_WORKLOADS`` (e.g. ``claude-code``, its conversations in the reader's order) -- of which
-    ``n_sessions`` are drawn with the seed (all of them when the trace has no more).
+    """The complete sessions fig05 times: ``n_sessions`` generated of a synthetic preset ``workload``, or
+    ``n_sessions`` whole sessions drawn with the seed (all when there are fewer) of a trace: ``trace`` (a file or
+    catalog name ``load_trace`` reads) or the ``workload`` of ``testbeds.TRACE_WORKLOADS`` (e.g. ``claude-code``).
 
     Drawing whole sessions keeps every follow-up with its history; reuse across sessions (e.g. a sub-agent's
     prefix shared with its parent conversation, when the sub-agents are separate sessions:
@@ -617,23 +580,18 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
                          trace: str | None = None) -> pd.DataFrame:
     """Fig. 5: how well request count, new tokens and SMETRIC's cost predict prefill time (no engine).
 
-    Requests are complete agent sessions (:func:`metric_sessions`: a synthetic preset, the real
-    ``claude-code`` sessions, or a trace file's); each one's cached prefix is its infinite-cache
-    prefix hit (what a provisioned global store serves), so it prefills ``n = L - hit`` new tokens
-    over ``L - n`` cached ones. Ground truth: the performance model's time for that prefill in
-    ``max_batched_tokens`` chunks. Metrics: ``requests`` (1 each: least-load's in-flight count),
-    ``new tokens`` (``n``: Dynamo's and LMetric's load) and ``attention cost``
-    (``n + n (L - n/2) / l_eq``: SMETRIC's). Queues hold ``1 + Poisson(q - 1)`` random requests.
+    Requests are complete agent sessions (:func:`metric_sessions`); each one's cached prefix is its infinite-cache
+    prefix hit (what a provisioned global store serves), so it prefills ``n = L - hit`` new tokens over ``L - n``
+    cached ones. Ground truth: the performance model's time for that prefill in ``max_batched_tokens`` chunks.
+    Metrics: ``requests`` (1 each: least-load's in-flight count), ``new tokens`` (``n``: Dynamo's and LMetric's
+    load) and ``attention cost`` (``n + n (L - n/2) / l_eq``: SMETRIC's). Queues hold ``1 + Poisson(q - 1)``
+    random requests. Tidy rows (``panel, metric, queue_len, stat, value, x``):
 
-    Tidy rows (``panel, metric, queue_len, stat, value, x``):
-
-    * ``fit`` -- per request: ``spearman``, ``r2`` (Pearson squared) and ``median_ape`` (median
-      |error| of the proportional predictor ``k * metric`` with ``k`` = median seconds per unit);
-    * ``pairs`` -- ``correct``: share of random queue pairs the metric orders like the prefill time
-      (ties count half);
-    * ``argmin`` -- the metric's least-loaded of as many queues as the testbed has instances (ties
-      at random): ``optimal`` share and ``excess_s`` mean extra seconds of queued prefill over the
-      true least-loaded;
+    * ``fit`` -- per request: ``spearman``, ``r2`` (Pearson squared) and ``median_ape`` (median |error| of the
+      proportional predictor ``k * metric`` with ``k`` = median seconds per unit);
+    * ``pairs`` -- ``correct``: share of random queue pairs the metric orders like the prefill time (ties: half);
+    * ``argmin`` -- the metric's least-loaded of as many queues as the testbed has instances (ties at random):
+      ``optimal`` share and ``excess_s`` mean extra seconds of queued prefill over the true least-loaded;
     * ``scatter`` -- a sample of requests: ``x`` = prompt length, ``value`` = predicted / true time.
     """
     if testbed not in TESTBEDS:
@@ -652,10 +610,9 @@ def load_metric_accuracy(n_sessions: int = 3000, queue_lengths: Sequence[float] 
     metrics = {"requests": np.ones_like(new), "new tokens": new,
                "attention cost": attention_tokens(new, prompt, perf.l_eq)}
     names = list(metrics)
-    values = np.column_stack([truth] + [metrics[m] for m in names])  # column 0 = truth
+    values = np.column_stack([truth, *metrics.values()])  # column 0 = truth
     rows, scale = [], {}  # scale: the proportional fit's seconds per unit of each metric
-    for j, name in enumerate(names, start=1):
-        m = values[:, j]
+    for name, m in metrics.items():
         k = scale[name] = np.median(truth / m)
         stats = {"spearman": pd.Series(m).corr(pd.Series(truth), method="spearman") if m.std() > 0 else 0.0,
                  "r2": float(np.corrcoef(m, truth)[0, 1] ** 2) if m.std() > 0 else 0.0,

@@ -62,11 +62,10 @@ def _fit_line(frame: pd.DataFrame) -> str:
 
 
 def findings(df: pd.DataFrame) -> str:
-    frames = wr.workload_frames(df)
     queues = df[df["panel"].isin(["pairs", "argmin"])]
     table = queues.pivot_table(index=["workload", "panel", "stat", "queue_len"], columns="metric", values="value",
                                sort=False).round(4)
-    (main, main_rows), others = frames[0], frames[1:]
+    (main, main_rows), *others = wr.workload_frames(df)
     return (table.to_string() + "\n\npaper: Dynamo's token-count load is inaccurate; SMETRIC's attention-aware cost "
             f"is not (qualitative)\nreproduced ({main}): {_fit_line(main_rows)}"
             + "".join(f"\n{w} (second row): {_fit_line(frame)}" for w, frame in others))

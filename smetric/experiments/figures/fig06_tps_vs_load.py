@@ -45,11 +45,7 @@ class Params(FigureParams):
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
-    return mr.tps_vs_load(testbeds=mr.select_testbeds(p.testbeds, p.model), workload=p.workload, trace=p.trace,
-                          loads=p.loads, second_workload=p.second_workload, second_loads=p.second_loads,
-                          policies=p.policies, screen_seeds=p.screen_seeds, n_keep=p.n_keep, seeds=p.seeds,
-                          minutes=p.minutes, n_instances=p.n_instances, sensitivity=p.sensitivity,
-                          warmup_frac=p.warmup_frac, jobs=jobs)
+    return mr.tps_vs_load(**p.as_dict(), jobs=jobs)  # every parameter is an argument of the same name
 
 
 def overview(df: pd.DataFrame) -> pd.DataFrame:
@@ -62,11 +58,10 @@ def plot(df: pd.DataFrame):
 
 
 def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    default = df[df["variant"] == mr.DEFAULT]
     return {"fig06_tps_vs_load_screening": mr.screening_table(df),
             "fig06_tps_vs_load_levels": mr.paper_load_gains(df),
             "fig06_tps_vs_load_levels_each": mr.paper_load_gains(df, each=True),
-            "fig06_tps_vs_load_peaks": mr.peak_gains(default[default["kept"]]),
+            "fig06_tps_vs_load_peaks": mr.peak_gains(df[df["variant"] == mr.DEFAULT]),  # kept policies only
             "fig06_tps_vs_load_sensitivity": mr.sensitivity_table(df),
             "fig06_tps_vs_load_second_row_claims": wr.row_claims(df, mr.main_result_claims)}
 

@@ -59,14 +59,12 @@ def tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def findings(df: pd.DataFrame) -> str:
-    parts = []
-    for workload, sub in wr.workload_frames(df):
-        parts.append(f"{workload} at {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance:\n"
+    return "\n".join(f"{workload} at {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance:\n"
                      + mr.table_text(mr.latency_table(sub))
                      + "\n\nPaired p50 changes vs the comparator (best screening-seed goodput):\n"
                      + mr.table_text(mr.latency_changes(sub)) + "\n\nThe same vs every baseline:\n"
-                     + mr.table_text(mr.latency_changes(sub, each=True)) + "\n")
-    return "\n".join(parts)
+                     + mr.table_text(mr.latency_changes(sub, each=True)) + "\n"
+                     for workload, sub in wr.workload_frames(df))
 
 
 claims = wr.on_main(mr.latency_claims)
