@@ -11,8 +11,8 @@ from smetric.cluster.config import GlobalStore
 from smetric.cluster.connector import KVConnector
 from smetric.experiments import serving_stack as ss
 from smetric.experiments.figures import fig13_serving_stack as fig13
-from smetric.verdicts import bound_verdict
 from smetric.testbeds import TESTBED_DEFAULTS, paper_cluster
+from smetric.verdicts import bound_verdict
 
 
 @pytest.mark.parametrize("testbed,tp", [("30b", 1), ("235b", 8)])

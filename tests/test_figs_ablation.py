@@ -21,8 +21,8 @@ from smetric.experiments.comparison import run_cases
 from smetric.experiments.figures import fig09_ablation as fig09
 from smetric.experiments.figures import fig10_sensitivity as fig10
 from smetric.experiments.phase import phase_cells, phase_diagram, phase_regimes
-from smetric.verdicts import combine_verdicts, gain_interval, verdict
 from smetric.testbeds import offered_point
+from smetric.verdicts import combine_verdicts, gain_interval, verdict
 
 STORE = GlobalStore(capacity_gb=float("inf"), bandwidth_gbs=2.0)
 TINY = {"30b": 4}

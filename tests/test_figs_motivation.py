@@ -8,9 +8,9 @@ import pytest
 
 from smetric.experiments import motivation as mo
 from smetric.experiments.claims import paper_value, record_claims
-from smetric.verdicts import bound_verdict, gain_interval, verdict
 from smetric.hardware import PerfModel
 from smetric.hardware.kernel import prefill_time_nb
+from smetric.verdicts import bound_verdict, gain_interval, verdict
 
 TINY = {"n_instances": 2, "minutes": 2.0, "jobs": 1}
 

@@ -17,8 +17,8 @@ from smetric.experiments.robustness import (
     variant_setup,
 )
 from smetric.experiments.setup_choice import choose_setup
-from smetric.verdicts import parse_paper_value
 from smetric.testbeds import offered_point
+from smetric.verdicts import parse_paper_value
 
 # SMETRIC's true relative gain over baseline A per (gpu, store): clear win, clear loss, nothing.
 _TRUE_GAIN = {("h200", "provisioned"): 0.10, ("h20", "provisioned"): -0.06, ("h200", "50:1"): 0.0,
