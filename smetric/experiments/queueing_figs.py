@@ -236,11 +236,6 @@ def _paired(df: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
     return rows[[*_KEYS, "seed"]].assign(gain=gain)
 
 
-def _label(key: tuple) -> str:
-    part, workload, regime, share, queue, estimator = key
-    return f"{workload}, {regime}, high share {share:g}, {queue}/{estimator}"
-
-
 def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
     """The blueprint's promises judged by the verdict rules: one row per promise point (module docstring).
 
@@ -258,7 +253,7 @@ def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
         intervals = [gain_interval(g["gain"]) for _, g in groups]
         table = point_table(paper, [iv.mean for iv in intervals], [iv.low for iv in intervals],
                             [iv.high for iv in intervals], [iv.n for iv in intervals],
-                            [_label(key) for key, _ in groups],
+                            [f"{w}, {r}, high share {s:g}, {q}/{e}" for (_, w, r, s, q, e), _ in groups],
                             ["fcfs"] * len(groups))
         how_text = {"lower": f"per seed 1 - {metric} / fcfs's", "ratio": f"per seed {metric} / fcfs's - 1"}[how]
         table.insert(0, "claim_id", claim)

@@ -122,12 +122,6 @@ def offered_goodput(result, since: float) -> float:
     return float((rq["input_len"] + rq["output_len"])[rq["slo_met"]].sum()) / span
 
 
-def _cells(loads: Mapping[str, float], replicas: Sequence[int], replica_loads: Sequence[str]) -> list[tuple]:
-    """(load, rpm, replicas) cells: every load with one router, ``replica_loads`` with each other replica count."""
-    single = [(label, float(rpm), 1) for label, rpm in loads.items()]
-    return single + [(label, float(loads[label]), int(k)) for k in replicas if k != 1 for label in replica_loads]
-
-
 def _sweep(points: list[dict], shared: dict, jobs: int | None) -> pd.DataFrame:
     return sweep(points, _point, shared=shared, jobs=jobs, on_error="raise").drop(columns="runs")
 
@@ -162,7 +156,9 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
     if not (warmup_s >= 0 and measured_s > 0):
         raise ValueError(f"warmup_s must be >= 0 and measured_s > 0, got {warmup_s}, {measured_s}")
     baselines = [p for p in policies if p != OURS]
-    cells = _cells(loads, replicas, replica_loads)
+    # (load, rpm, replicas) cells: every load with one router, replica_loads with each other replica count
+    cells = [(label, float(rpm), 1) for label, rpm in loads.items()]
+    cells += [(label, float(loads[label]), int(k)) for k in replicas if k != 1 for label in replica_loads]
     shared = {"testbed": testbed, "workload": workload, "warmup_s": float(warmup_s), "measured_s": float(measured_s),
               "reference_rpm": float(max(loads.values()))}
     n_min = int(min(n_instances))

@@ -185,11 +185,8 @@ def _cell_gains(main: pd.DataFrame, ours: str) -> pd.DataFrame:
     seed mean (:func:`~smetric.verdicts.gain_intervals`), rows by testbed (in run order), load (knee
     first), mechanism (ladder order)."""
     table = gain_intervals(paired_gains(main, by=_CELL, ours=ours), by=_CELL)
-    order = {m: i for i, m in enumerate(MECHANISMS)}
-    tb_order = {tb: i for i, tb in enumerate(dict.fromkeys(main["testbed"]))}
-    return (table.assign(_m=table["mechanism"].map(order), _t=table["testbed"].map(tb_order),
-                         _l=table["load"].map(LOADS.index))
-            .sort_values(["_t", "_l", "_m"]).drop(columns=["_m", "_t", "_l"]).reset_index(drop=True))
+    order = {"testbed": list(dict.fromkeys(main["testbed"])), "load": list(LOADS), "mechanism": list(MECHANISMS)}
+    return table.sort_values(_CELL, key=lambda col: col.map(order[col.name].index)).reset_index(drop=True)
 
 
 def stack_gains(frame: pd.DataFrame) -> pd.DataFrame:

@@ -101,14 +101,6 @@ class Params(FigureParams):
 PROBE = {"policy": "least-load", "ratio": 1.25, "steps": 3, "seed": 0}
 
 
-def _store(p: Params, store: str) -> str:
-    """``under-provisioned`` -> ``CAP:BW`` of the whole cluster (capacity scales with the instances)."""
-    if store != "under-provisioned":
-        return store
-    cap, bw = (float(x) for x in p.under_provisioned.split(":"))
-    return f"{cap * p.n_instances:g}:{bw:g}"
-
-
 #: claim kind -> the metric its claims judge.
 METRICS = {"colocated": "goodput_tps", "pd": "prefill_tps"}
 
@@ -138,12 +130,14 @@ def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, start
 
 
 def variants(p: Params) -> list[Variant]:
-    """The default variant and the one-at-a-time variations (store names resolved to ``CAP:BW``)."""
+    """The default variant and the one-at-a-time variations (``under-provisioned`` resolved to ``CAP:BW`` of the
+    whole cluster: the capacity scales with the instances)."""
     variations = {a: tuple(vals) for a, vals in p.variations.items()}
     if p.trace is not None:
         variations["workload"] = (*variations.get("workload", ()), str(p.trace))
-    out = one_at_a_time(Variant(), **variations)
-    return [Variant(**{**v.__dict__, "store": _store(p, v.store)}) for v in out]
+    cap, bw = (float(x) for x in p.under_provisioned.split(":"))
+    stores = {"under-provisioned": f"{cap * p.n_instances:g}:{bw:g}"}
+    return [Variant(**{**v.__dict__, "store": stores.get(v.store, v.store)}) for v in one_at_a_time(**variations)]
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
