@@ -118,10 +118,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
                          **({} if real else {"turns_median": turns})}
             for rpm in rpm_per_instance:
                 key = (int(seed), turns, float(rpm))
-                if trace is not None:
-                    w = trace_workload(trace, n_instances, minutes, float(rpm))
-                else:
-                    w = agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides)
+                w = (trace_workload(trace, n_instances, minutes, float(rpm)) if trace is not None
+                     else agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides))
                 bounds[key] = ideal_bound(w, coef, n_instances)
                 rates[key] = len(w) / (w.duration / 60.0) / n_instances
                 for bw in bandwidths:

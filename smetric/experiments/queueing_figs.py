@@ -137,20 +137,17 @@ def _measure(served: Workload, queue: str, estimator: str, router: str, seed: in
     def mean(mask):
         return float(latency[mask].mean()) if mask.any() else np.nan
 
+    def wait_p99(mask):
+        return float(np.percentile(wait[mask & admitted], 99)) if (mask & admitted).any() else np.nan
+
     high_lat, normal_lat = mean(done & high), mean(done & ~high)
-    return {
-        "session_time_mean": summary["session_time_mean"], "session_time_p99": summary["session_time_p99"],
-        "latency_p50": summary["latency_p50"], "latency_p99": summary["latency_p99"],
-        "queue_wait_p99": summary["queue_wait_p99"], "queue_wait_max": summary["queue_wait_max"],
-        "long_wait_p99": float(np.percentile(wait[long & admitted], 99)) if (long & admitted).any() else np.nan,
-        "short_wait_p99": float(np.percentile(wait[~long & admitted], 99)) if (~long & admitted).any() else np.nan,
-        "high_latency_mean": high_lat, "normal_latency_mean": normal_lat,
-        "tier_ratio": high_lat / normal_lat if normal_lat > 0 else np.nan,
-        "goodput_tps": summary["goodput_tps"], "throughput_tps": summary["throughput_tps"],
-        "n_sessions_completed": summary["n_sessions_completed"], "sessions_per_s": kpis["sessions_per_s"],
-        "gpu_busy_cv_instances": kpis["gpu_busy_cv_instances"],
-        "estimator_mae_s": summary.get("estimator_mae_s", np.nan),
-    }
+    return {**{k: summary[k] for k in ("session_time_mean", "session_time_p99", "latency_p50", "latency_p99",
+                                       "queue_wait_p99", "queue_wait_max")},
+            "long_wait_p99": wait_p99(long), "short_wait_p99": wait_p99(~long), "high_latency_mean": high_lat,
+            "normal_latency_mean": normal_lat, "tier_ratio": high_lat / normal_lat if normal_lat > 0 else np.nan,
+            **{k: summary[k] for k in ("goodput_tps", "throughput_tps", "n_sessions_completed")},
+            **{k: kpis[k] for k in ("sessions_per_s", "gpu_busy_cv_instances")},
+            "estimator_mae_s": summary.get("estimator_mae_s", np.nan)}
 
 
 def _stream_point(short_rate: float, queue: str, estimator: str, share: float, seed: int, *, duration: float,

@@ -68,14 +68,6 @@ _CELL = ["testbed", "load", "mechanism"]
 _OUT = ("goodput_tps", "slo_attainment", "hit_ratio", "hit_ratio_global", "n_requests")
 
 
-def _blocking_base(tp: int) -> KVConnector:
-    """The ``lmcache`` model carrying the ideal link's numbers: only the blocking differs from ``ideal``."""
-    link = GlobalStore.provisioned(tp)
-    return KVConnector.preset(FULL, lookup_s=0.0, load_latency_s=link.latency_s, load_gbs=link.bandwidth_gbs,
-                              store_gbs=math.inf, nic_gbs_per_gpu=math.inf, pcie_gbs=math.inf,
-                              store_total_gbs=math.inf)
-
-
 def mechanism_overrides(mechanism: str, tp: int) -> dict:
     """``ClusterConfig`` overrides (on top of the testbed defaults) of a row of :data:`MECHANISMS`."""
     if mechanism not in MECHANISMS:
@@ -89,12 +81,12 @@ def mechanism_overrides(mechanism: str, tp: int) -> dict:
     rank = LADDER.index(mechanism)
     out = {"kv_connector": KVConnector.preset("ideal"), "cache_replies": rank >= 1,
            "hit_granularity": 16 if rank >= 2 else None}
-    if rank >= 3:
-        full = KVConnector.preset(FULL)
-        conn = _blocking_base(tp)
-        for _, name in _STEPS[:rank - 3]:
-            conn = replace(conn, **{name: getattr(full, name)})
-        out["kv_connector"] = conn
+    if rank >= 3:  # the lmcache model carrying the ideal link's numbers (only the blocking differs), then _STEPS
+        link, full = GlobalStore.provisioned(tp), KVConnector.preset(FULL)
+        blocking = KVConnector.preset(FULL, lookup_s=0.0, load_latency_s=link.latency_s, load_gbs=link.bandwidth_gbs,
+                                      store_gbs=math.inf, nic_gbs_per_gpu=math.inf, pcie_gbs=math.inf,
+                                      store_total_gbs=math.inf)
+        out["kv_connector"] = replace(blocking, **{name: getattr(full, name) for _, name in _STEPS[:rank - 3]})
     return out
 
 
