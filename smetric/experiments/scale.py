@@ -132,15 +132,11 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
                screening_seeds: Sequence[int], testbed: str, workload: str, warmup_s: float, measured_s: float,
                jobs: int | None = None) -> pd.DataFrame:
     """Every run: ``n_instances, seed, screening, load, rpm_per_instance, router_replicas, policy`` and the kept
-    metrics.
-
-    **Screening** (the smallest N, ``screening_seeds``, the baselines only): per (load, replicas) cell the
-    baseline with the highest mean ``offered_goodput_per_instance`` is the cell's **comparator**, held at every
-    N. **Comparison** (every N, ``seeds``): with one router at the ``every_policy_loads`` every policy runs; in
-    the other cells (the other loads, and more replicas at the ``replica_loads``) SMETRIC and the cell's
-    comparator (the budget: a 1,024-instance run costs seconds). The loads are thinned from one workload per (N,
-    seed) generated at the highest load (common random numbers over the loads); the window is ``warmup_s``
-    simulated but not measured, then ``measured_s`` measured, at every N. Largest N first.
+    metrics. The screening runs fix each cell's comparator (module docstring); then, at every N on ``seeds``
+    (largest N run first), every policy with one router at the ``every_policy_loads``, and SMETRIC and the cell's
+    comparator in the other cells (the budget: a 1,024-instance run costs seconds). The loads are thinned from
+    one workload per (N, seed) generated at the highest load (common random numbers over the loads); the window
+    is ``warmup_s`` simulated but not measured, then ``measured_s`` measured, at every N.
     """
     if set(seeds) & set(screening_seeds) or not screening_seeds or not seeds:
         raise ValueError(f"screening_seeds {list(screening_seeds)} and seeds {list(seeds)} must be non-empty and "
