@@ -248,10 +248,9 @@ def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
         if not groups:
             continue
         intervals = [gain_interval(g["gain"]) for _, g in groups]
+        labels = [f"{w}, {r}, high share {s:g}, {q}/{e}" for (_, w, r, s, q, e), _ in groups]
         table = point_table(paper, [iv.mean for iv in intervals], [iv.low for iv in intervals],
-                            [iv.high for iv in intervals], [iv.n for iv in intervals],
-                            [f"{w}, {r}, high share {s:g}, {q}/{e}" for (_, w, r, s, q, e), _ in groups],
-                            ["fcfs"] * len(groups))
+                            [iv.high for iv in intervals], [iv.n for iv in intervals], labels, ["fcfs"] * len(groups))
         how_text = {"lower": f"per seed 1 - {metric} / fcfs's", "ratio": f"per seed {metric} / fcfs's - 1"}[how]
         table.insert(0, "claim_id", claim)
         table.insert(0, "figure", "fig12")

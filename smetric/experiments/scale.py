@@ -294,8 +294,7 @@ def plot_scale(df: pd.DataFrame):
             ax.set_xscale("log", base=2)
             ax.set_ylabel(label)
             if i == 0:
-                rpm = sub["rpm_per_instance"].iloc[0]
-                ax.set_title(f"{load}: {rpm:g} requests/min/instance")
+                ax.set_title(f"{load}: {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance")
             else:
                 ax.set_xlabel("instances N")
             ax.grid(alpha=0.3)

@@ -160,9 +160,10 @@ def choice_table(frame: pd.DataFrame) -> pd.DataFrame:
     for tb, sub in main.groupby("testbed", sort=False):
         rpm = sub.groupby("load")["rpm_per_instance"].first()
         screen_seeds = frame.loc[(frame["stage"] == "screen") & (frame["testbed"] == tb), "seed"].nunique()
+        carried = "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric")
         rows.append({"testbed": tb, "best_baseline": screen.loc[tb, "best_baseline"], "knee": rpm["knee"],
-                     "past": rpm["past"], "carried": "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric"),
-                     "screen_seeds": screen_seeds, "seeds": sub["seed"].nunique()})
+                     "past": rpm["past"], "carried": carried, "screen_seeds": screen_seeds,
+                     "seeds": sub["seed"].nunique()})
     return pd.DataFrame(rows)
 
 
