@@ -21,9 +21,9 @@ tail is a large part of the span: in the committed run SMETRIC's ``goodput_tps``
 to 416 tok/s from 32 to 1,024 instances (knee, one router) while its offered goodput stays at 5,378 -> 5,385.
 ``goodput_tps`` stays in the CSV.
 
-**The rules, stated before the full run** (:data:`RULES`; per (load, replicas) cell, the largest N against
-the smallest, per seed, 95 % t-interval over the seeds, judged as bounds by
-:func:`~smetric.verdicts.point_table`, Holm over a rule's cells):
+**The rules, stated before the full run** (:data:`RULES`; per (load, replicas) cell, the largest N against the
+smallest, per seed, 95 % t-interval over the seeds, judged as bounds by :func:`~smetric.verdicts.point_table`,
+Holm over a rule's cells):
 
 * ``scale_retention``: SMETRIC's goodput per instance at the largest N retains >= 95 % of its value at the
   smallest (per seed ``g_max / g_min - 1``; lower bound -0.05);
@@ -183,9 +183,8 @@ def _against(df: pd.DataFrame, value: str) -> pd.DataFrame:
     """Per comparison seed, cell and N: SMETRIC's ``value``, its comparator's and the relative change (``ours``,
     ``theirs``, ``gain`` = ours / theirs - 1)."""
     comp = comparators(df)
-    runs = df[~df["screening"]]
-    wide = runs.pivot_table(index=[*_CELL, "n_instances", "seed"], columns="policy", values=value,
-                            aggfunc="first")
+    wide = df[~df["screening"]].pivot_table(index=[*_CELL, "n_instances", "seed"], columns="policy", values=value,
+                                            aggfunc="first")
     names = [comp[(load, k)] for load, k, _, _ in wide.index]
     theirs = [wide.iloc[i][name] for i, name in enumerate(names)]
     out = pd.DataFrame({"comparator": names, "ours": wide[OURS].to_numpy(), "theirs": theirs}, index=wide.index)
