@@ -26,10 +26,10 @@ import pandas as pd
 from ..cluster.config import SLO
 from ..policies import get as get_policy
 from ..testbeds import DEFAULT_WORKLOAD, paper_cluster
+from ..verdicts import Interval, claim_columns, gain_interval
 from .claims import paper_value
 from .comparison import Comparison, Panel, run_cases, run_comparison, workload_setup
 from .screening import check_screen_seeds, screened_comparator, split_screening
-from ..verdicts import Interval, claim_columns, gain_interval
 from .workload_rows import per_workload, row_grid, row_title
 
 __all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "peak_goodput",
@@ -146,10 +146,9 @@ def _gains(frame: pd.DataFrame) -> pd.DataFrame:
             rows.append({"testbed": testbed, "claim_id": claim, "component": component,
                          "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
                          "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
-                         "ci_low": iv.low, "ci_high": iv.high,
-                         "gain_min": per_seed.min() if not note else np.nan,
-                         "gain_max": per_seed.max() if not note else np.nan,
-                         "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
+                         "ci_low": iv.low, "ci_high": iv.high, "gain_min": np.nan if note else per_seed.min(),
+                         "gain_max": np.nan if note else per_seed.max(), "n_seeds": iv.n,
+                         "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
     return pd.DataFrame(rows)
 
 

@@ -33,9 +33,9 @@ from ..testbeds import (
     trace_file,
     trace_workload,
 )
+from ..verdicts import gain_intervals, paired_gains
 from ..workload.synthetic import PRESETS, expected_turns, with_overrides
 from .comparison import run_cases
-from ..verdicts import gain_intervals, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "session_lengths", "phase_diagram", "phase_cells",

@@ -39,10 +39,10 @@ import pandas as pd
 from ..cluster.queueing import QueueDiscipline, decode_estimates
 from ..hardware.kernel import prefill_time_nb
 from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluster
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 from ..workload.core import Workload
 from ..workload.priority import with_priority
 from .sweep import sweep
-from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
            "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",

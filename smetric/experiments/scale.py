@@ -48,10 +48,10 @@ import pandas as pd
 
 from ..cluster.router_info import RouterInfo
 from ..testbeds import agent_workload, paper_cluster
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 from .claims import TIDY_COLUMNS
 from .screening import top_by_name
 from .sweep import sweep
-from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["RULES", "METRIC", "Rule", "scale_runs", "offered_goodput", "comparators", "cell_gains", "scale_claims",
            "claims_text", "plot_scale"]
@@ -196,8 +196,7 @@ def cell_gains(df: pd.DataFrame) -> pd.DataFrame:
     """Per (load, replicas, N): the comparator, SMETRIC's and its mean offered goodput per instance, SMETRIC's paired
     gain (mean, 95 % t-interval), and every policy's mean queued-prefill max/mean and hottest share."""
     gp = _against(df, METRIC)
-    runs = df[~df["screening"]]
-    diag = runs.groupby([*_CELL, "n_instances", "policy"])[
+    diag = df[~df["screening"]].groupby([*_CELL, "n_instances", "policy"])[
         [METRIC, "queued_prefill_max_mean", "hottest_instance_share"]].mean()
     rows = []
     for key, sub in gp.groupby(level=[*_CELL, "n_instances"], sort=False):

@@ -45,9 +45,9 @@ import pandas as pd
 from ..cluster.config import GlobalStore
 from ..cluster.connector import KVConnector
 from ..testbeds import TESTBEDS
+from ..verdicts import bound_verdict, gain_intervals, paired_gains, percent
 from .comparison import run_cases
 from .screening import top_by_name
-from ..verdicts import bound_verdict, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
