@@ -128,12 +128,16 @@ def test_a_real_trace_variant_is_measured_over_its_own_window():
     from smetric.experiments.robustness import Variant
 
     p = fig14.Params()
-    setups = fig14._setups(p)
-    trace = fig14._setup(setups, "pd", Variant(workload="claude-code"), p.trace_minutes)
-    assert trace["minutes"] == p.trace_minutes != p.minutes
-    assert {k: v for k, v in trace.items() if k != "minutes"} == {k: v for k, v in setups["pd"].items()
-                                                                   if k != "minutes"}
-    assert fig14._setup(setups, "colocated", Variant(workload="toolagent"), p.trace_minutes) == setups["colocated"]
+    setups = fig14._setups(p, Variant())
+
+    def same(a, b):  # equal but for the window and the reference rate (the probe's start differs per workload)
+        return {k: v for k, v in a.items() if k not in ("minutes", "reference_rpm")} == \
+            {k: v for k, v in b.items() if k not in ("minutes", "reference_rpm")}
+
+    trace = fig14._setups(p, Variant(workload="claude-code"))["pd"]
+    assert trace["minutes"] == p.trace_minutes != p.minutes and same(trace, setups["pd"])
+    toolagent = fig14._setups(p, Variant(workload="toolagent"))["colocated"]
+    assert toolagent["minutes"] == setups["colocated"]["minutes"] and same(toolagent, setups["colocated"])
 
 
 def test_a_trace_file_is_one_more_workload_variant(tmp_path):
@@ -149,7 +153,8 @@ def test_a_trace_file_is_one_more_workload_variant(tmp_path):
     p = fig14.Params.quick()
     names = [v.name for v in fig14.variants(fig14.Params(**{**p.as_dict(), "trace": path}))]
     assert names == [v.name for v in fig14.variants(p)] + [f"workload={path}"]
-    assert fig14._reference(p, path) == fig14._reference(p, "bailian-coder")
+    assert fig14._setups(p, Variant(workload=path))["pd"]["reference_rpm"] == \
+        fig14._setups(p, Variant())["pd"]["reference_rpm"]
     setup = variant_setup(Variant(name="t", workload=path), "least-load", reference_rpm=20.0, n_instances=2,
                           minutes=2.0)
     rows = [offered_point(20.0, "least-load", seed=s, **setup)["goodput_tps"] for s in (0, 1)]

@@ -8,14 +8,12 @@
   gives each setting's peak goodput relative to the default and to the comparator (one baseline, fixed on
   screening seeds) under the same SLO.
 
-Every figure point is a labelled *case* (a policy and its parameters) run on a keyed *setup* (testbed,
-cluster size, window, store, overrides) at one offered load in requests per minute per instance
-(:func:`smetric.testbeds.offered_point`: the workload is generated at that rate, so the
-tool/think gaps stay as calibrated): fig09 is a :class:`~smetric.experiments.comparison.Comparison`, fig10's
-irregular grid a list of points for :func:`~smetric.experiments.comparison.run_cases`.
-"Peak" goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's
-main row and its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per
-workload; a claim is judged on one workload at a time.
+Every point is a policy at one offered load in requests per minute per instance
+(:func:`smetric.testbeds.offered_point`): fig09 is a :class:`~smetric.experiments.comparison.Comparison`,
+fig10's irregular grid a list of points for :func:`~smetric.experiments.comparison.run_cases`. "Peak"
+goodput is the maximum over the offered-load grid. A frame with a ``workload`` column (a figure's main row and
+its real-trace row, :mod:`~smetric.experiments.workload_rows`) is summarised and plotted per workload; a claim
+is judged on one workload at a time.
 """
 
 from __future__ import annotations
@@ -28,10 +26,10 @@ import pandas as pd
 from ..cluster.config import SLO
 from ..policies import get as get_policy
 from ..testbeds import DEFAULT_WORKLOAD, paper_cluster
+from ..verdicts import Interval, claim_columns, gain_interval
 from .claims import paper_value
 from .comparison import Comparison, Panel, run_cases, run_comparison, workload_setup
 from .screening import check_screen_seeds, screened_comparator, split_screening
-from ..verdicts import Interval, claim_columns, gain_interval
 from .workload_rows import per_workload, row_grid, row_title
 
 __all__ = ["RPM_LABEL", "ABLATION_VARIANTS", "SENSITIVITY_BASELINES", "peak_goodput",
@@ -148,10 +146,9 @@ def _gains(frame: pd.DataFrame) -> pd.DataFrame:
             rows.append({"testbed": testbed, "claim_id": claim, "component": component,
                          "context": context, "primary": primary, "from_variant": src, "to_variant": dst,
                          "peak_from": sub[src].mean(), "peak_to": sub[dst].mean(), "gain": iv.mean,
-                         "ci_low": iv.low, "ci_high": iv.high,
-                         "gain_min": per_seed.min() if not note else np.nan,
-                         "gain_max": per_seed.max() if not note else np.nan,
-                         "n_seeds": iv.n, "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
+                         "ci_low": iv.low, "ci_high": iv.high, "gain_min": np.nan if note else per_seed.min(),
+                         "gain_max": np.nan if note else per_seed.max(), "n_seeds": iv.n,
+                         "paper": PAPER_ABLATION[claim].get(testbed, np.nan), "note": note})
     return pd.DataFrame(rows)
 
 
@@ -187,16 +184,15 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
         if missing:
             raise ValueError(f"{claim} is judged on {order}; the frame has no {missing}")
         sub = sub.set_index("testbed").loc[order].reset_index()
-        intervals = [_as_interval(r.gain, r.ci_low, r.ci_high, r.n_seeds) for r in sub.itertuples()]
+        intervals = [Interval(r.gain, r.ci_low, r.ci_high, r.n_seeds) for r in sub.itertuples()]
         columns = claim_columns(intervals, paper_value(claim), points=order,
-                                comparators=[f"{r.from_variant}" for r in sub.itertuples()])
+                                comparators=list(sub["from_variant"]))
         measured = "; ".join(_interval_text(r, paper=True) for r in sub.itertuples())
         other = gains[(gains["claim_id"] == claim) & ~gains["primary"]]
         step = sub.iloc[0]
-        alt = ""
-        if len(other):
-            alt = (f" The other order, '{other.iloc[0].to_variant}' over '{other.iloc[0].from_variant}': "
-                   + "; ".join(_interval_text(r, paper=False) for r in other.itertuples()) + ".")
+        alt = "" if other.empty else (f" The other order, '{other.iloc[0].to_variant}' over "
+                                      f"'{other.iloc[0].from_variant}': "
+                                      + "; ".join(_interval_text(r, paper=False) for r in other.itertuples()) + ".")
         rows.append({"claim_id": claim, "reproduced": measured,
                      "reason": (f"per workload seed, peak goodput (max over loads) of '{step.to_variant}' over "
                                 f"'{step.from_variant}' (the paper's order), paired t-interval over the seeds; "
@@ -205,11 +201,6 @@ def ablation_claims(gains: pd.DataFrame) -> list[dict]:
                                 + " The paper's two numbers are read as 30B / 235B."),
                      **columns})
     return rows
-
-
-def _as_interval(mean: float, low: float, high: float, n: int) -> Interval:
-    """The :class:`Interval` (paired 95 % t) a gain table stores in four columns."""
-    return Interval(float(mean), float(low), float(high), int(n))
 
 
 def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
@@ -235,8 +226,7 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
             ax.legend(fontsize=7, title=None)
         mine = gains[gains["workload"] == workload] if workload else gains
         bars = mine.assign(step=mine["component"] + "\n" + mine["context"], measured=100 * mine["gain"])
-        paper = mine[mine["primary"]].assign(step=lambda d: d["component"] + "\n" + d["context"],
-                                             measured=lambda d: 100 * d["paper"],
+        paper = bars[bars["primary"]].assign(measured=lambda d: 100 * d["paper"],
                                              testbed=lambda d: d["testbed"] + " paper")
         both = pd.concat([bars, paper], ignore_index=True) if i == 0 else bars  # the paper's numbers: main row
         order = list(dict.fromkeys(bars["step"]))
@@ -250,10 +240,6 @@ def plot_ablation(frame: pd.DataFrame, gains: pd.DataFrame):
 
 
 # ---------------------------------------------------------------------------- fig10 sensitivity
-def _scaled_slo(base: SLO, scale: float) -> SLO:
-    return SLO(base.ttft_base * scale, base.ttft_per_1k * scale, base.tpot * scale)
-
-
 def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9),
                 slacks: Sequence[float] = (0.5, 0.75, 1.0, 1.5, 2.0), slo_scales: Sequence[float] = (0.5, 1.0, 2.0),
                 baselines: Sequence[str] = SENSITIVITY_BASELINES,
@@ -282,7 +268,8 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
     scales = sorted({1.0, *map(float, slo_scales)})
     load = workload_setup(workload, trace, max(rpm_per_instance))
     setups = {f"slo x{s:g}": {"testbed": testbed, "n_instances": n_instances, "minutes": minutes,
-                              "cluster_overrides": {"slo": _scaled_slo(slo, s)}, **load} for s in scales}
+                              "cluster_overrides": {"slo": SLO(slo.ttft_base * s, slo.ttft_per_1k * s, slo.tpot * s)},
+                              **load} for s in scales}
     cases, points = {}, []
 
     def add(label, policy, params, hit, slack, scale):
@@ -308,20 +295,18 @@ def sensitivity(testbed: str = "30b", hit_ratios: Sequence[float] = (0.1, 0.3, 0
 
 
 def sensitivity_summary(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
-    """One row per (knob, value) of a :func:`sensitivity` frame (per ``workload`` first when the frame has that
-    column): SMETRIC's peak goodput (seed mean), relative to SMETRIC's default under the same SLO, and its gain
-    over **the comparator** under the same SLO, paired per seed. The comparator is one baseline for the whole
-    claim, fixed on the screening seeds (:func:`~smetric.experiments.screening.screened_comparator`: the highest
-    peak over the loads of the screening-seed mean goodput under the paper's SLO, SLO x1) and held under every
-    condition; ``each=True`` gives one row per (knob, value, baseline) instead. ``gain_vs_best`` = the mean of the
-    per-seed ``peak / baseline peak - 1`` with its paired t-interval ``ci_low..ci_high`` over ``n_seeds``
-    (``best_baseline`` names the baseline); for the hyperparameters, ``retention_*`` = the paired t-interval of
-    the per-seed ``peak / SMETRIC's default peak - 1`` (C17 as the paper states it).
+    """One row per (knob, value) of a :func:`sensitivity` frame (per ``workload`` when it has that column):
+    SMETRIC's peak goodput (seed mean) relative to its default and its gain over **the comparator**, both under
+    the same SLO and paired per seed.
 
-    Knobs: ``hit_ratio`` and ``slack`` (paper SLO, the other parameter at its default) and
-    ``slo_scale`` (both at their defaults). Where the baseline has no goodput at some seed there is no
-    ratio: the gain and interval are NaN (``n_seeds`` 0, undetermined) and ``note`` names the seeds;
-    ``rel_to_default`` is NaN where SMETRIC's default has no goodput.
+    Knobs: ``hit_ratio`` and ``slack`` (paper SLO, the other at its default) and ``slo_scale`` (both at their
+    defaults). The comparator (``best_baseline``) is one baseline for the whole claim: the highest peak of the
+    screening-seed mean goodput under the paper's SLO (:func:`~smetric.experiments.screening.screened_comparator`),
+    held under every condition; ``each=True`` gives one row per (knob, value, baseline) instead.
+    ``gain_vs_best``, ``ci_low..ci_high``, ``n_seeds``: the mean and paired t-interval of the per-seed
+    ``peak / baseline peak - 1`` (NaN, ``n_seeds`` 0 and a ``note`` naming the seeds where the baseline has no
+    goodput); ``retention_*`` (hyperparameters only, C17 as the paper states it): those of ``peak / SMETRIC's
+    default peak - 1``; ``rel_to_default`` is NaN where SMETRIC's default has no goodput.
     """
     return per_workload(frame, lambda sub: _sensitivity_rows(sub, each))
 
@@ -335,14 +320,10 @@ def _sensitivity_rows(frame: pd.DataFrame, each: bool = False) -> pd.DataFrame:
     ours = compared[compared["policy"] == "smetric"]
     peaks = peak_goodput(ours, ["param_hit_ratio", "param_slack", "slo_scale", "seed"]).sort_index()
     base = peak_goodput(compared[compared["policy"] != "smetric"], ["slo_scale", "policy", "seed"]).sort_index()
-    rows = []
-    knobs = (("hit_ratio", lambda h, s, c: s == d_slack and c == 1.0, 0),
-             ("slack", lambda h, s, c: h == d_hit and c == 1.0, 1),
-             ("slo_scale", lambda h, s, c: h == d_hit and s == d_slack, 2))
-    configs = peaks.droplevel("seed").index.unique()
-    for knob, keep, pos in knobs:
-        for key in configs:
-            if not keep(*key):
+    rows, default = [], (d_hit, d_slack, 1.0)
+    for pos, knob in enumerate(("hit_ratio", "slack", "slo_scale")):  # the knob moves, the other two at default
+        for key in peaks.droplevel("seed").index.unique():
+            if any(key[i] != default[i] for i in range(3) if i != pos):
                 continue
             scale = key[2]
             mine = peaks.loc[key]
@@ -391,7 +372,7 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     (:data:`RETENTION_CLAIM`), Holm over the changes."""
     _one_workload(summary, "sensitivity_claims")
     cond = _conditions(summary)
-    intervals = [_as_interval(r.gain_vs_best, r.ci_low, r.ci_high, r.n_seeds) for r in cond.itertuples()]
+    intervals = [Interval(r.gain_vs_best, r.ci_low, r.ci_high, r.n_seeds) for r in cond.itertuples()]
     columns = claim_columns(intervals, paper_value("C17_robustness"), points=list(cond["condition"]),
                             comparators=list(cond["best_baseline"]))
 
@@ -412,7 +393,7 @@ def sensitivity_claims(summary: pd.DataFrame) -> list[dict]:
     rows = [{"claim_id": "C17_robustness", "reproduced": measured, "reason": reason, **columns}]
     hyper = cond[~cond["is_default"] & cond["knob"].isin(["hit_ratio", "slack"])]
     if not hyper.empty:
-        keeps = [_as_interval(r.retention_mean, r.retention_low, r.retention_high, r.retention_n)
+        keeps = [Interval(r.retention_mean, r.retention_low, r.retention_high, r.retention_n)
                  for r in hyper.itertuples()]
         kept = claim_columns(keeps, paper_value(RETENTION_CLAIM), points=list(hyper["condition"]),
                              comparators=["smetric default"] * len(keeps))
@@ -440,11 +421,10 @@ def plot_sensitivity(summary: pd.DataFrame):
     palette = dict(zip(["vs SMETRIC default", "vs the comparator, same SLO"], sns.color_palette("colorblind", 2)))
     fig, rows = row_grid(summary, len(knobs), width=4.4 * len(knobs), height=3.9, sharey="row")
     for workload, data, axes in rows:
-        long = pd.concat([
-            data.assign(comparison="vs SMETRIC default", pct=100 * (data["rel_to_default"] - 1.0)),
-            data.assign(comparison="vs the comparator, same SLO", pct=100 * data["gain_vs_best"]),
-        ], ignore_index=True)
-        long = long[(long["knob"] != "slo_scale") | (long["comparison"] != "vs SMETRIC default")]  # itself
+        own = data[data["knob"] != "slo_scale"]  # an SLO scale vs SMETRIC's default under it is itself
+        long = pd.concat([own.assign(comparison="vs SMETRIC default", pct=100 * (own["rel_to_default"] - 1.0)),
+                          data.assign(comparison="vs the comparator, same SLO", pct=100 * data["gain_vs_best"])],
+                         ignore_index=True)
         for ax, knob in zip(axes, knobs):
             sub = long[long["knob"] == knob].assign(setting=lambda d: d["value"].map("{:g}".format))
             sns.barplot(sub, x="setting", y="pct", hue="comparison", ax=ax, palette=palette, seed=0)

@@ -33,9 +33,9 @@ from ..testbeds import (
     trace_file,
     trace_workload,
 )
+from ..verdicts import gain_intervals, paired_gains
 from ..workload.synthetic import PRESETS, expected_turns, with_overrides
 from .comparison import run_cases
-from ..verdicts import gain_intervals, paired_gains
 from .workload_rows import row_grid, row_title, workload_frames
 
 __all__ = ["PHASE_POLICIES", "TIE_BAND", "SLO_FLOOR", "session_lengths", "phase_diagram", "phase_cells",
@@ -77,20 +77,18 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
                   warmup_frac: float = 0.25, kv_connector: str = "ideal", jobs: int | None = None) -> pd.DataFrame:
     """Every policy in every (bandwidth GB/s, median turns, offered load) cell and seed; one row per run.
 
-    The global store has unlimited capacity and ``bandwidth`` GB/s per instance, reached through
-    ``kv_connector`` (default ``ideal``, a per-instance link of that bandwidth: the ``lmcache-mooncake``
-    connector ignores the store's per-instance bandwidth, so the axis needs the ideal link); sessions have a
-    log-normal number of turns with the given median (``workload``'s sigma; ``workload`` is a synthetic
-    preset), arriving so that the cluster is offered ``rpm_per_instance`` requests per minute per instance.
-    A real trace -- ``workload`` one of ``testbeds.TRACE_WORKLOADS`` (conversations start at the offered
-    rate) or ``trace``, a timestamped file or catalog name replayed at the offered rate (the same for
-    every seed) -- keeps its own sessions: ``turns_medians`` is ignored and the turns axis is the one
-    value of :func:`session_lengths`.
+    The global store has unlimited capacity and ``bandwidth`` GB/s per instance, reached through ``kv_connector``
+    (default ``ideal``, a per-instance link of that bandwidth: ``lmcache-mooncake`` ignores the store's
+    per-instance bandwidth, so the axis needs the ideal link); sessions have a log-normal number of turns with the
+    given median (the sigma of ``workload``, a synthetic preset), arriving so that the cluster is offered
+    ``rpm_per_instance`` requests per minute per instance. A real trace -- ``workload`` one of
+    ``testbeds.TRACE_WORKLOADS`` (conversations start at the offered rate) or ``trace``, a timestamped file or
+    catalog name replayed at the offered rate (the same for every seed) -- keeps its own sessions:
+    ``turns_medians`` is ignored and the turns axis is the one value of :func:`session_lengths`.
     Columns: ``seed, bandwidth_gbs, turns_median, mean_turns, turns_source`` (``generator`` or ``trace``),
-    ``rpm_per_instance`` (nominal), ``offered_rpm_per_instance``
-    (the generated workload's own rate in the window), ``policy``, the summary metrics, then
-    ``ideal_tps`` (the bound), ``offered_tps`` (the workload's token rate), ``ideal_goodput_tps`` (their
-    minimum) and ``frac_ideal`` = goodput / ideal goodput.
+    ``rpm_per_instance`` (nominal), ``offered_rpm_per_instance`` (the generated workload's own rate in the
+    window), ``policy``, the summary metrics, then ``ideal_tps`` (the bound), ``offered_tps`` (the workload's
+    token rate), ``ideal_goodput_tps`` (their minimum) and ``frac_ideal`` = goodput / ideal goodput.
     """
     if "smetric" not in policies or len(policies) < 2:
         raise ValueError(f"policies must include smetric and at least one baseline, got {list(policies)}")
@@ -118,10 +116,8 @@ def phase_diagram(bandwidths: Sequence[float] = (1.5, 6.0, 24.0), turns_medians:
                          **({} if real else {"turns_median": turns})}
             for rpm in rpm_per_instance:
                 key = (int(seed), turns, float(rpm))
-                if trace is not None:
-                    w = trace_workload(trace, n_instances, minutes, float(rpm))
-                else:
-                    w = agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides)
+                w = (trace_workload(trace, n_instances, minutes, float(rpm)) if trace is not None
+                     else agent_workload(n_instances, minutes, int(seed), rpm_per_instance=float(rpm), **overrides))
                 bounds[key] = ideal_bound(w, coef, n_instances)
                 rates[key] = len(w) / (w.duration / 60.0) / n_instances
                 for bw in bandwidths:
@@ -278,8 +274,7 @@ def plot_phase(cells: pd.DataFrame):
     for workload, frame, axes in rows:
         trace = _from_trace(frame)
         rpms = sorted(frame["rpm_per_instance"].unique())
-        has_gain = frame["gain"].notna().any()
-        lim = max(5.0, float(np.nanmax(np.abs(frame["gain"]))) * 100 if has_gain else 5.0)
+        lim = max(5.0, float(np.nanmax(np.abs(frame["gain"]))) * 100 if frame["gain"].notna().any() else 5.0)
         ylabel = "" if trace else "median turns per session (mean)"  # a trace's one tick names its sessions
         for ax in axes[len(rpms):ncols].tolist() + axes[ncols + len(rpms):].tolist():
             ax.set_visible(False)

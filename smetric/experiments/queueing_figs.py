@@ -39,10 +39,10 @@ import pandas as pd
 from ..cluster.queueing import QueueDiscipline, decode_estimates
 from ..hardware.kernel import prefill_time_nb
 from ..testbeds import DEFAULT_WORKLOAD, WORKLOADS, agent_workload, paper_cluster
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 from ..workload.core import Workload
 from ..workload.priority import with_priority
 from .sweep import sweep
-from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["QUEUES", "PRIORITY_BETA", "STARVATION_BOUND", "METRICS", "PROMISES", "gpu_time", "short_long_stream",
            "stream_comparison", "cluster_comparison", "comparison_table", "promise_claims", "plot_queue_discipline",
@@ -137,20 +137,17 @@ def _measure(served: Workload, queue: str, estimator: str, router: str, seed: in
     def mean(mask):
         return float(latency[mask].mean()) if mask.any() else np.nan
 
+    def wait_p99(mask):
+        return float(np.percentile(wait[mask & admitted], 99)) if (mask & admitted).any() else np.nan
+
     high_lat, normal_lat = mean(done & high), mean(done & ~high)
-    return {
-        "session_time_mean": summary["session_time_mean"], "session_time_p99": summary["session_time_p99"],
-        "latency_p50": summary["latency_p50"], "latency_p99": summary["latency_p99"],
-        "queue_wait_p99": summary["queue_wait_p99"], "queue_wait_max": summary["queue_wait_max"],
-        "long_wait_p99": float(np.percentile(wait[long & admitted], 99)) if (long & admitted).any() else np.nan,
-        "short_wait_p99": float(np.percentile(wait[~long & admitted], 99)) if (~long & admitted).any() else np.nan,
-        "high_latency_mean": high_lat, "normal_latency_mean": normal_lat,
-        "tier_ratio": high_lat / normal_lat if normal_lat > 0 else np.nan,
-        "goodput_tps": summary["goodput_tps"], "throughput_tps": summary["throughput_tps"],
-        "n_sessions_completed": summary["n_sessions_completed"], "sessions_per_s": kpis["sessions_per_s"],
-        "gpu_busy_cv_instances": kpis["gpu_busy_cv_instances"],
-        "estimator_mae_s": summary.get("estimator_mae_s", np.nan),
-    }
+    return {**{k: summary[k] for k in ("session_time_mean", "session_time_p99", "latency_p50", "latency_p99",
+                                       "queue_wait_p99", "queue_wait_max")},
+            "long_wait_p99": wait_p99(long), "short_wait_p99": wait_p99(~long), "high_latency_mean": high_lat,
+            "normal_latency_mean": normal_lat, "tier_ratio": high_lat / normal_lat if normal_lat > 0 else np.nan,
+            **{k: summary[k] for k in ("goodput_tps", "throughput_tps", "n_sessions_completed")},
+            **{k: kpis[k] for k in ("sessions_per_s", "gpu_busy_cv_instances")},
+            "estimator_mae_s": summary.get("estimator_mae_s", np.nan)}
 
 
 def _stream_point(short_rate: float, queue: str, estimator: str, share: float, seed: int, *, duration: float,
@@ -236,11 +233,6 @@ def _paired(df: pd.DataFrame, metric: str, how: str) -> pd.DataFrame:
     return rows[[*_KEYS, "seed"]].assign(gain=gain)
 
 
-def _label(key: tuple) -> str:
-    part, workload, regime, share, queue, estimator = key
-    return f"{workload}, {regime}, high share {share:g}, {queue}/{estimator}"
-
-
 def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
     """The blueprint's promises judged by the verdict rules: one row per promise point (module docstring).
 
@@ -256,10 +248,9 @@ def promise_claims(df: pd.DataFrame) -> pd.DataFrame:
         if not groups:
             continue
         intervals = [gain_interval(g["gain"]) for _, g in groups]
+        labels = [f"{w}, {r}, high share {s:g}, {q}/{e}" for (_, w, r, s, q, e), _ in groups]
         table = point_table(paper, [iv.mean for iv in intervals], [iv.low for iv in intervals],
-                            [iv.high for iv in intervals], [iv.n for iv in intervals],
-                            [_label(key) for key, _ in groups],
-                            ["fcfs"] * len(groups))
+                            [iv.high for iv in intervals], [iv.n for iv in intervals], labels, ["fcfs"] * len(groups))
         how_text = {"lower": f"per seed 1 - {metric} / fcfs's", "ratio": f"per seed {metric} / fcfs's - 1"}[how]
         table.insert(0, "claim_id", claim)
         table.insert(0, "figure", "fig12")

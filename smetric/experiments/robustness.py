@@ -120,22 +120,18 @@ def router_info(router: str, policy: str):
 def one_at_a_time(base: Variant | None = None, **axis_values: Sequence[str]) -> list[Variant]:
     """``base`` and, for each axis, each other value with the rest at ``base`` (named ``axis=value``)."""
     base = base or Variant()
-    _check_axes(axis_values)
-    out = [base]
-    for axis, values in axis_values.items():
-        for value in values:
-            if value != getattr(base, axis):
-                out.append(Variant(name=f"{axis}={value}", **{**base.axes(), axis: value}))
-    return out
-
-
-def _check_axes(axis_values: Mapping) -> None:
     bad = sorted(set(axis_values) - set(AXES))
     if bad:
         raise ValueError(f"unknown axes {bad}; axes are {AXES}")
     for axis, values in axis_values.items():
         if isinstance(values, str) or not len(values):
             raise ValueError(f"{axis} needs a non-empty list of values, got {values!r}")
+    out = [base]
+    for axis, values in axis_values.items():
+        for value in values:
+            if value != getattr(base, axis):
+                out.append(Variant(name=f"{axis}={value}", **{**base.axes(), axis: value}))
+    return out
 
 
 @dataclass(frozen=True)

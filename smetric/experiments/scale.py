@@ -21,9 +21,9 @@ tail is a large part of the span: in the committed run SMETRIC's ``goodput_tps``
 to 416 tok/s from 32 to 1,024 instances (knee, one router) while its offered goodput stays at 5,378 -> 5,385.
 ``goodput_tps`` stays in the CSV.
 
-**The rules, stated before the full run** (:data:`RULES`; per (load, replicas) cell, the largest N against
-the smallest, per seed, 95 % t-interval over the seeds, judged as bounds by
-:func:`~smetric.verdicts.point_table`, Holm over a rule's cells):
+**The rules, stated before the full run** (:data:`RULES`; per (load, replicas) cell, the largest N against the
+smallest, per seed, 95 % t-interval over the seeds, judged as bounds by :func:`~smetric.verdicts.point_table`,
+Holm over a rule's cells):
 
 * ``scale_retention``: SMETRIC's goodput per instance at the largest N retains >= 95 % of its value at the
   smallest (per seed ``g_max / g_min - 1``; lower bound -0.05);
@@ -48,10 +48,10 @@ import pandas as pd
 
 from ..cluster.router_info import RouterInfo
 from ..testbeds import agent_workload, paper_cluster
+from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 from .claims import TIDY_COLUMNS
 from .screening import top_by_name
 from .sweep import sweep
-from ..verdicts import combine_verdicts, gain_interval, parse_paper_value, point_table
 
 __all__ = ["RULES", "METRIC", "Rule", "scale_runs", "offered_goodput", "comparators", "cell_gains", "scale_claims",
            "claims_text", "plot_scale"]
@@ -122,12 +122,6 @@ def offered_goodput(result, since: float) -> float:
     return float((rq["input_len"] + rq["output_len"])[rq["slo_met"]].sum()) / span
 
 
-def _cells(loads: Mapping[str, float], replicas: Sequence[int], replica_loads: Sequence[str]) -> list[tuple]:
-    """(load, rpm, replicas) cells: every load with one router, ``replica_loads`` with each other replica count."""
-    single = [(label, float(rpm), 1) for label, rpm in loads.items()]
-    return single + [(label, float(loads[label]), int(k)) for k in replicas if k != 1 for label in replica_loads]
-
-
 def _sweep(points: list[dict], shared: dict, jobs: int | None) -> pd.DataFrame:
     return sweep(points, _point, shared=shared, jobs=jobs, on_error="raise").drop(columns="runs")
 
@@ -138,15 +132,11 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
                screening_seeds: Sequence[int], testbed: str, workload: str, warmup_s: float, measured_s: float,
                jobs: int | None = None) -> pd.DataFrame:
     """Every run: ``n_instances, seed, screening, load, rpm_per_instance, router_replicas, policy`` and the kept
-    metrics.
-
-    **Screening** (the smallest N, ``screening_seeds``, the baselines only): per (load, replicas) cell the
-    baseline with the highest mean ``offered_goodput_per_instance`` is the cell's **comparator**, held at every
-    N. **Comparison** (every N, ``seeds``): with one router at the ``every_policy_loads`` every policy runs; in
-    the other cells (the other loads, and more replicas at the ``replica_loads``) SMETRIC and the cell's
-    comparator (the budget: a 1,024-instance run costs seconds). The loads are thinned from one workload per (N,
-    seed) generated at the highest load (common random numbers over the loads); the window is ``warmup_s``
-    simulated but not measured, then ``measured_s`` measured, at every N. Largest N first.
+    metrics. The screening runs fix each cell's comparator (module docstring); then, at every N on ``seeds``
+    (largest N run first), every policy with one router at the ``every_policy_loads``, and SMETRIC and the cell's
+    comparator in the other cells (the budget: a 1,024-instance run costs seconds). The loads are thinned from
+    one workload per (N, seed) generated at the highest load (common random numbers over the loads); the window
+    is ``warmup_s`` simulated but not measured, then ``measured_s`` measured, at every N.
     """
     if set(seeds) & set(screening_seeds) or not screening_seeds or not seeds:
         raise ValueError(f"screening_seeds {list(screening_seeds)} and seeds {list(seeds)} must be non-empty and "
@@ -162,7 +152,9 @@ def scale_runs(*, n_instances: Sequence[int], loads: Mapping[str, float], replic
     if not (warmup_s >= 0 and measured_s > 0):
         raise ValueError(f"warmup_s must be >= 0 and measured_s > 0, got {warmup_s}, {measured_s}")
     baselines = [p for p in policies if p != OURS]
-    cells = _cells(loads, replicas, replica_loads)
+    # (load, rpm, replicas) cells: every load with one router, replica_loads with each other replica count
+    cells = [(label, float(rpm), 1) for label, rpm in loads.items()]
+    cells += [(label, float(loads[label]), int(k)) for k in replicas if k != 1 for label in replica_loads]
     shared = {"testbed": testbed, "workload": workload, "warmup_s": float(warmup_s), "measured_s": float(measured_s),
               "reference_rpm": float(max(loads.values()))}
     n_min = int(min(n_instances))
@@ -191,9 +183,8 @@ def _against(df: pd.DataFrame, value: str) -> pd.DataFrame:
     """Per comparison seed, cell and N: SMETRIC's ``value``, its comparator's and the relative change (``ours``,
     ``theirs``, ``gain`` = ours / theirs - 1)."""
     comp = comparators(df)
-    runs = df[~df["screening"]]
-    wide = runs.pivot_table(index=[*_CELL, "n_instances", "seed"], columns="policy", values=value,
-                            aggfunc="first")
+    wide = df[~df["screening"]].pivot_table(index=[*_CELL, "n_instances", "seed"], columns="policy", values=value,
+                                            aggfunc="first")
     names = [comp[(load, k)] for load, k, _, _ in wide.index]
     theirs = [wide.iloc[i][name] for i, name in enumerate(names)]
     out = pd.DataFrame({"comparator": names, "ours": wide[OURS].to_numpy(), "theirs": theirs}, index=wide.index)
@@ -205,8 +196,7 @@ def cell_gains(df: pd.DataFrame) -> pd.DataFrame:
     """Per (load, replicas, N): the comparator, SMETRIC's and its mean offered goodput per instance, SMETRIC's paired
     gain (mean, 95 % t-interval), and every policy's mean queued-prefill max/mean and hottest share."""
     gp = _against(df, METRIC)
-    runs = df[~df["screening"]]
-    diag = runs.groupby([*_CELL, "n_instances", "policy"])[
+    diag = df[~df["screening"]].groupby([*_CELL, "n_instances", "policy"])[
         [METRIC, "queued_prefill_max_mean", "hottest_instance_share"]].mean()
     rows = []
     for key, sub in gp.groupby(level=[*_CELL, "n_instances"], sort=False):
@@ -302,8 +292,7 @@ def plot_scale(df: pd.DataFrame):
             ax.set_xscale("log", base=2)
             ax.set_ylabel(label)
             if i == 0:
-                rpm = sub["rpm_per_instance"].iloc[0]
-                ax.set_title(f"{load}: {rpm:g} requests/min/instance")
+                ax.set_title(f"{load}: {sub['rpm_per_instance'].iloc[0]:g} requests/min/instance")
             else:
                 ax.set_xlabel("instances N")
             ax.grid(alpha=0.3)

@@ -45,9 +45,9 @@ import pandas as pd
 from ..cluster.config import GlobalStore
 from ..cluster.connector import KVConnector
 from ..testbeds import TESTBEDS
+from ..verdicts import bound_verdict, gain_intervals, paired_gains, percent
 from .comparison import run_cases
 from .screening import top_by_name
-from ..verdicts import bound_verdict, gain_intervals, paired_gains, percent
 
 __all__ = ["LADDER", "VARIANTS", "MECHANISMS", "FULL", "LOAD_ONLY", "mechanism_overrides", "serving_stack",
            "screen_choice", "choice_table", "stack_gains", "load_only_table", "plot_serving_stack", "stack_findings"]
@@ -68,14 +68,6 @@ _CELL = ["testbed", "load", "mechanism"]
 _OUT = ("goodput_tps", "slo_attainment", "hit_ratio", "hit_ratio_global", "n_requests")
 
 
-def _blocking_base(tp: int) -> KVConnector:
-    """The ``lmcache`` model carrying the ideal link's numbers: only the blocking differs from ``ideal``."""
-    link = GlobalStore.provisioned(tp)
-    return KVConnector.preset(FULL, lookup_s=0.0, load_latency_s=link.latency_s, load_gbs=link.bandwidth_gbs,
-                              store_gbs=math.inf, nic_gbs_per_gpu=math.inf, pcie_gbs=math.inf,
-                              store_total_gbs=math.inf)
-
-
 def mechanism_overrides(mechanism: str, tp: int) -> dict:
     """``ClusterConfig`` overrides (on top of the testbed defaults) of a row of :data:`MECHANISMS`."""
     if mechanism not in MECHANISMS:
@@ -89,12 +81,12 @@ def mechanism_overrides(mechanism: str, tp: int) -> dict:
     rank = LADDER.index(mechanism)
     out = {"kv_connector": KVConnector.preset("ideal"), "cache_replies": rank >= 1,
            "hit_granularity": 16 if rank >= 2 else None}
-    if rank >= 3:
-        full = KVConnector.preset(FULL)
-        conn = _blocking_base(tp)
-        for _, name in _STEPS[:rank - 3]:
-            conn = replace(conn, **{name: getattr(full, name)})
-        out["kv_connector"] = conn
+    if rank >= 3:  # the lmcache model carrying the ideal link's numbers (only the blocking differs), then _STEPS
+        link, full = GlobalStore.provisioned(tp), KVConnector.preset(FULL)
+        blocking = KVConnector.preset(FULL, lookup_s=0.0, load_latency_s=link.latency_s, load_gbs=link.bandwidth_gbs,
+                                      store_gbs=math.inf, nic_gbs_per_gpu=math.inf, pcie_gbs=math.inf,
+                                      store_total_gbs=math.inf)
+        out["kv_connector"] = replace(blocking, **{name: getattr(full, name) for _, name in _STEPS[:rank - 3]})
     return out
 
 
@@ -167,11 +159,10 @@ def choice_table(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for tb, sub in main.groupby("testbed", sort=False):
         rpm = sub.groupby("load")["rpm_per_instance"].first()
+        screen_seeds = frame.loc[(frame["stage"] == "screen") & (frame["testbed"] == tb), "seed"].nunique()
+        carried = "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric")
         rows.append({"testbed": tb, "best_baseline": screen.loc[tb, "best_baseline"], "knee": rpm["knee"],
-                     "past": rpm["past"],
-                     "carried": "/".join(p for p in dict.fromkeys(sub["policy"]) if p != "smetric"),
-                     "screen_seeds": frame.loc[(frame["stage"] == "screen") & (frame["testbed"] == tb),
-                                               "seed"].nunique(),
+                     "past": rpm["past"], "carried": carried, "screen_seeds": screen_seeds,
                      "seeds": sub["seed"].nunique()})
     return pd.DataFrame(rows)
 
@@ -185,11 +176,8 @@ def _cell_gains(main: pd.DataFrame, ours: str) -> pd.DataFrame:
     seed mean (:func:`~smetric.verdicts.gain_intervals`), rows by testbed (in run order), load (knee
     first), mechanism (ladder order)."""
     table = gain_intervals(paired_gains(main, by=_CELL, ours=ours), by=_CELL)
-    order = {m: i for i, m in enumerate(MECHANISMS)}
-    tb_order = {tb: i for i, tb in enumerate(dict.fromkeys(main["testbed"]))}
-    return (table.assign(_m=table["mechanism"].map(order), _t=table["testbed"].map(tb_order),
-                         _l=table["load"].map(LOADS.index))
-            .sort_values(["_t", "_l", "_m"]).drop(columns=["_m", "_t", "_l"]).reset_index(drop=True))
+    order = {"testbed": list(dict.fromkeys(main["testbed"])), "load": list(LOADS), "mechanism": list(MECHANISMS)}
+    return table.sort_values(_CELL, key=lambda col: col.map(order[col.name].index)).reset_index(drop=True)
 
 
 def stack_gains(frame: pd.DataFrame) -> pd.DataFrame:

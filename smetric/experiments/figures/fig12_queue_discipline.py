@@ -1,11 +1,10 @@
 """Figure 12 (beyond the paper): queue disciplines inside an instance where queues form -- fcfs vs the S-Metric
 score vs MLFQ, each ranked one with the oracle and the linear decode estimate, at two high-priority shares.
 
-One frame holds both experiments, told apart by ``part``: ``stream`` (one 30B instance fed short turns near
-and past its capacity plus a periodic long turn) and ``cluster`` (the 30B testbed in open replay near and
-past each instance's knee, once per ``workload``: the main one and the real claude-code trace of
-``second_row``). The blueprint's promises are judged in ``fig12_claims.csv`` (:func:`tables`; the rules and
-the starvation bound, stated before running, in :mod:`smetric.experiments.queueing_figs`).
+One frame holds both experiments of :mod:`smetric.experiments.queueing_figs`, told apart by ``part``: ``stream``
+(one 30B instance) and ``cluster`` (the 30B testbed in open replay, once per ``workload``: the main one and the
+real claude-code trace of ``second_row``). The blueprint's promises are judged in ``fig12_claims.csv``
+(:func:`tables`; the rules and the starvation bound, stated before running, in that module).
 """
 
 from __future__ import annotations

@@ -1,27 +1,22 @@
 """Figure 14: the headline verdicts (C12, C13, C14) across the uncertain model choices.
 
-One-at-a-time variations around the testbed's model: each axis of
-:data:`~smetric.experiments.robustness.AXES` (workload preset, KV connector, Hopper attention calibration,
-GPU, global store, replay, router information, session-start process) moved to each of its other values with
-the rest at the default. Per
-variant and claim: the 30B testbed's load grid in multiples of a per-variant **anchor** found by a
-baseline-only probe (:func:`~smetric.experiments.robustness.knee_anchor`: least-load alone, seed 0, on
-a 1.25x ladder; the anchor is its goodput peak -- prefill-TPS peak for C14 -- and plays the paper's 8x),
-then SMETRIC and the baselines at every (load, seed). **The comparator** of each claim and variant is
-fixed on ``screening_seeds`` (disjoint from ``seeds``), where only the baselines run: the one with the
-highest peak (over the grid) of the screening-seed mean -- the best baseline at the peak, held at every
-C12 load. The gains over it are paired per seed and judged by the rules of
-:mod:`~smetric.verdicts`; the verdicts are **Benjamini-Hochberg** corrected over the whole map
-(:func:`~smetric.experiments.robustness.adjust_map`), the uncorrected one kept in ``verdict_uncorrected``.
+One-at-a-time variations around the testbed's model: each axis of :data:`~smetric.experiments.robustness.AXES`
+moved to each of its other values with the rest at the default. Per variant and claim, the 30B testbed's load
+grid is in multiples of a per-variant **anchor** that plays the paper's 8x: the goodput peak (prefill-TPS peak
+for C14) of a baseline-only probe (:func:`~smetric.experiments.robustness.knee_anchor`, :data:`PROBE`); SMETRIC
+and the baselines then run at every (load, seed). **The comparator** of each claim and variant is fixed on
+``screening_seeds`` (disjoint from ``seeds``, baselines only): the highest peak over the grid of the
+screening-seed mean, held at every C12 load. The gains over it are paired per seed, judged by the rules of
+:mod:`~smetric.verdicts` and **Benjamini-Hochberg** corrected over the whole map
+(:func:`~smetric.experiments.robustness.adjust_map`; the uncorrected verdict in ``verdict_uncorrected``).
 C12 is read at 6x/8x/9x/10x of the anchor, C13 is each seed's peak over the colocated grid, C14 each
 seed's peak prefill TPS over the PD grid.
 
 The under-provisioned store is 2 GB and 6 GB/s per instance (64 GB on 32 instances). Assumption, sized
 from the committed fig06 runs: SMETRIC writes ~7.5 GB per instance per minute to the store on 30B at 48
 requests/min/instance, ~20 GB per instance over a 2-minute window and its warm-up, so a 2 GB store fills
-during the warm-up and evicts throughout the window (the former 25 GB never filled: that variant was the
-default byte for byte). Its bandwidth binds only the ``ideal`` connector: ``lmcache-mooncake`` reads at its
-own rates.
+during the warm-up and evicts throughout the window. Its bandwidth binds only the ``ideal`` connector:
+``lmcache-mooncake`` reads at its own rates.
 
 Two axes of router information and arrivals: ``router=as-deployed`` gives each policy its sourced information model
 (``data/routers/as_deployed.json``); SMETRIC, LMetric, Dynamo and least-load have no published refresh interval
@@ -106,25 +101,8 @@ class Params(FigureParams):
 PROBE = {"policy": "least-load", "ratio": 1.25, "steps": 3, "seed": 0}
 
 
-def _store(p: Params, store: str) -> str:
-    """``under-provisioned`` -> ``CAP:BW`` of the whole cluster (capacity scales with the instances)."""
-    if store != "under-provisioned":
-        return store
-    cap, bw = (float(x) for x in p.under_provisioned.split(":"))
-    return f"{cap * p.n_instances:g}:{bw:g}"
-
-
 #: claim kind -> the metric its claims judge.
 METRICS = {"colocated": "goodput_tps", "pd": "prefill_tps"}
-
-
-def _setups(p: Params) -> dict[str, dict]:
-    """claim kind -> :func:`~smetric.experiments.robustness.variant_setup` keywords."""
-    n_p, n_d = p.split
-    common = {"testbed": "30b", "minutes": float(p.minutes)}
-    return {"colocated": {**common, "n_instances": p.n_instances},
-            "pd": {**common, "n_instances": n_p + n_d,
-                   "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_p, "n_decode": n_d}}}
 
 
 def _start(p: Params, workload: str) -> float:
@@ -132,50 +110,49 @@ def _start(p: Params, workload: str) -> float:
     return float(p.probe_start.get(workload, p.probe_start["bailian-coder"]))
 
 
-def _reference(p: Params, workload: str) -> float:
-    """The rate every load of a workload is thinned from: the top of the probe ladder plus one step."""
-    return _start(p, workload) * PROBE["ratio"] ** (PROBE["steps"] + 1)
+def _setups(p: Params, v: Variant) -> dict[str, dict]:
+    """claim kind -> :func:`~smetric.experiments.robustness.variant_setup` keywords of variant ``v``: a real-trace
+    workload is measured over ``trace_minutes``; every load is thinned from ``reference_rpm``, the top of the probe
+    ladder plus one step."""
+    n_p, n_d = p.split
+    common = {"testbed": "30b", "minutes": float(p.trace_minutes if v.workload in TRACE_WORKLOADS else p.minutes),
+              "reference_rpm": _start(p, v.workload) * PROBE["ratio"] ** (PROBE["steps"] + 1)}
+    return {"colocated": {**common, "n_instances": p.n_instances},
+            "pd": {**common, "n_instances": n_p + n_d,
+                   "cluster_overrides": {"mode": "disaggregated", "n_prefill": n_p, "n_decode": n_d}}}
 
 
-def _setup(setups: dict, kind: str, v: Variant, trace_minutes: float) -> dict:
-    """The ``kind`` run's keywords for variant ``v``: a real-trace workload is measured over ``trace_minutes``."""
-    return {**setups[kind], "minutes": float(trace_minutes)} if v.workload in TRACE_WORKLOADS else setups[kind]
-
-
-def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, refs: dict,
-                 trace_minutes: float, warmup_frac: float) -> dict:
+def _probe_point(variant: str, kind: str, *, variants: dict, setups: dict, starts: dict, warmup_frac: float) -> dict:
     v = variants[variant]
-    anchor, probe = knee_anchor(v, start=starts[v.workload], reference_rpm=refs[v.workload], **PROBE,
-                                metric=METRICS[kind], warmup_frac=warmup_frac, **_setup(setups, kind, v, trace_minutes))
+    anchor, probe = knee_anchor(v, start=starts[v.workload], **PROBE, metric=METRICS[kind], warmup_frac=warmup_frac,
+                                **setups[variant][kind])
     return {"anchor_rpm": anchor, "probe_loads": len(probe)}
 
 
 def variants(p: Params) -> list[Variant]:
-    """The default variant and the one-at-a-time variations (store names resolved to ``CAP:BW``)."""
+    """The default variant and the one-at-a-time variations (``under-provisioned`` resolved to ``CAP:BW`` of the
+    whole cluster: the capacity scales with the instances)."""
     variations = {a: tuple(vals) for a, vals in p.variations.items()}
     if p.trace is not None:
         variations["workload"] = (*variations.get("workload", ()), str(p.trace))
-    out = one_at_a_time(Variant(), **variations)
-    return [Variant(**{**v.__dict__, "store": _store(p, v.store)}) for v in out]
+    cap, bw = (float(x) for x in p.under_provisioned.split(":"))
+    stores = {"under-provisioned": f"{cap * p.n_instances:g}:{bw:g}"}
+    return [Variant(**{**v.__dict__, "store": stores.get(v.store, v.store)}) for v in one_at_a_time(**variations)]
 
 
 def compute(p: Params, *, jobs: int | None = None) -> pd.DataFrame:
     """The map: one row per claim (C12 per paper point) and variant, MAP_COLUMNS first, then ``point, variant,
     best_baseline, peaks_at_edge, anchor_rpm`` (the variant's anchor for that claim's grid)."""
     vs = variants(p)
-    by_name = {v.name: v for v in vs}
-    setups = _setups(p)
-    refs = {w: _reference(p, w) for w in {v.workload for v in vs}}
-    shared = {"variants": by_name, "setups": setups, "refs": refs, "trace_minutes": p.trace_minutes,
-              "warmup_frac": p.warmup_frac}
-    probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in setups], _probe_point,
-                   shared={**shared, "starts": {v.workload: _start(p, v.workload) for v in vs}}, jobs=jobs,
-                   on_error="raise")
+    setups = {v.name: _setups(p, v) for v in vs}
+    shared = {"variants": {v.name: v for v in vs}, "setups": setups, "warmup_frac": p.warmup_frac,
+              "starts": {v.workload: _start(p, v.workload) for v in vs}}
+    probes = sweep([{"variant": v.name, "kind": k} for v in vs for k in METRICS], _probe_point, shared=shared,
+                   jobs=jobs, on_error="raise")
     anchors = {(r.variant, r.kind): r.anchor_rpm for r in probes.itertuples()}
-    panels = {(v.name, k): Panel(partial(variant_setup, v, reference_rpm=refs[v.workload],
-                                         **_setup(setups, k, v, p.trace_minutes)),
+    panels = {(v.name, k): Panel(partial(variant_setup, v, **setups[v.name][k]),
                                  tuple(anchors[(v.name, k)] * m / mr.ANCHOR_MULTIPLIER for m in p.multipliers))
-              for v in vs for k in setups}
+              for v in vs for k in METRICS}
     results = run_comparison(Comparison(panels, p.policies, p.seeds, ("variant", "kind"),
                                         screen_seeds=p.screening_seeds,
                                         loops=("seed", "panel", "rpm_per_instance", "policy"),
@@ -242,19 +219,15 @@ def findings(df: pd.DataFrame) -> str:
     and where it fails (inconclusive, smaller than claimed or contradicted), from the table's corrected
     verdicts."""
     df = df.assign(point=df["point"].fillna(""))
+
+    def where(verb: str, frame: pd.DataFrame) -> str:
+        return f"{verb} in no variant" if frame.empty else f"{verb} when " + ", ".join(
+            f"{n} ({v}, {100 * g:+.1f} %)" for n, v, g in zip(frame["variant"], frame["verdict"], frame["gain_mean"]))
+
     lines = []
-    for _, sub in df.groupby(["claim_id", "point"], sort=False):
-        first = sub.iloc[0]
-        holds = sub[sub["verdict"].isin(_HOLDS)]
-        fails = sub[~sub["verdict"].isin(_HOLDS)]
-
-        def names(frame):
-            return ", ".join(f"{n} ({v}, {100 * g:+.1f} %)" for n, v, g in
-                             zip(frame["variant"], frame["verdict"], frame["gain_mean"]))
-
-        held = f"holds when {names(holds)}" if len(holds) else "holds in no variant"
-        failed = f"fails when {names(fails)}" if len(fails) else "fails in no variant"
-        lines.append(f"{row_label(first['claim_id'], first['point'])}: {held}; {failed}.")
+    for (claim, point), sub in df.groupby(["claim_id", "point"], sort=False):
+        held = sub["verdict"].isin(_HOLDS)
+        lines.append(f"{row_label(claim, point)}: {where('holds', sub[held])}; {where('fails', sub[~held])}.")
     return "\n".join(lines)
 
 

@@ -6,8 +6,7 @@ per-instance load held fixed at the knee and past it, with one router and with 8
 
 **Loads** come from fig06's committed full run (``figures/fig06_tps_vs_load_levels.csv``, 30B,
 ``bailian-coder``): the knee is the 8x anchor (the comparator's screening peak, 36 requests/min/instance) and
-past it the 9x point (42);
-10x is where goodput collapses, and relative gains would compare two failures.
+past it the 9x point (42); 10x is where goodput collapses, and relative gains would compare two failures.
 :func:`fig06_loads` reads them; a test holds :class:`Params` to that file.
 
 **Router information**: uniform replica assignment. The sourced "as deployed" models of these four
