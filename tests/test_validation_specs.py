@@ -174,10 +174,57 @@ def test_targets_without_data_are_not_applicable():
     t = scoring.targets(single).set_index("target")
     assert t.loc["throughput", "verdict"] == "met" and t.loc["throughput", "detail"] == "1 numbers"
     empty = ["ranking", "router_ratios", "e2e", "itl", "ttft_p90", "blis_e2e_mean_s", "blis_ttft_mean_s",
-             "blis_itl_mean_s"]
+             "blis_itl_mean_s", "sessions_ranking", "sessions_e2e_p50", "sessions_kv_cached", "cpu_tier_regime",
+             "cpu_tier_gains"]
     assert (t.loc[empty, "verdict"] == "n/a").all() and t.loc[empty, "value"].isna().all()
     assert not t["detail"].str.contains(" of 0").any()
     assert "**n/a**" in scoring.readme_tables(single)
+
+
+def _rows(experiment, baseline, rows, **cols):
+    """An error frame of ``(router, metric, measured, predicted)`` rows with extra constant columns."""
+    return pd.DataFrame([{"experiment": experiment, "router": r, "baseline": baseline, "harness": "x", "metric": m,
+                          "measured": a, "predicted": b, "rel_error": b / a - 1, "blis_error": np.nan,
+                          "workload": "shared-prefix", "cpu_tier": False, **cols} for r, m, a, b in rows])
+
+
+def test_session_targets_score_only_the_session_experiments():
+    point = _rows("s4", "rr", [("rr", "request_tps", 14.6, 7.0), ("pa", "request_tps", 13.4, 7.2),
+                               ("rr", "ttft_p50_s", 0.084, 0.090), ("pa", "ttft_p50_s", 0.083, 0.120),
+                               ("rr", "hit_ratio", 0.80, 0.81), ("pa", "hit_ratio", 0.94, 0.95)],
+                  workload=scoring.SESSIONS)
+    other = _rows("o", "b", [("a", "request_tps", 10.0, 20.0), ("b", "request_tps", 20.0, 10.0)])
+    t = scoring.targets(pd.concat([point, other])).set_index("target")
+    # the session point orders its pair wrongly (8.6 % apart measured); the other experiment is not a session one
+    assert t.loc["sessions_ranking", "verdict"] == "missed" and t.loc["sessions_ranking", "detail"].startswith("0 of 1")
+    assert math.isclose(t.loc["sessions_e2e_p50", "value"], np.median([0.090 / 0.084 - 1, 0.120 / 0.083 - 1]))
+    assert t.loc["sessions_e2e_p50", "verdict"] == "missed" and t.loc["sessions_kv_cached", "verdict"] == "met"
+    tied = point.assign(measured=np.where(point["router"] == "pa", point["measured"] * 1.05, point["measured"]))
+    assert scoring.targets(tied).set_index("target").loc["sessions_ranking", "verdict"] == "met"  # 14.6 vs 14.07
+
+
+def test_cpu_tier_targets_judge_the_regime_and_the_gains_inside_it():
+    def stage(name, base, tier):
+        """TTFT and E2E means (measured, predicted) of the baseline and the tier arm."""
+        rows = [("hbm", m, *v) for m, v in zip(("ttft_mean_s", "e2e_mean_s"), base)]
+        frame = _rows(name, "hbm", rows)
+        arm = _rows(name, "hbm", [("cpu", m, *v) for m, v in zip(("ttft_mean_s", "e2e_mean_s"), tier)], cpu_tier=True)
+        return pd.concat([frame, arm])
+
+    low = stage("q5", base=[(0.45, 0.40), (1.8, 2.0)], tier=[(0.43, 0.30), (1.8, 1.9)])       # neither in the regime
+    high = stage("q30", base=[(14.0, 8.0), (22.5, 15.0)], tier=[(0.33, 0.2), (4.2, 3.6)])   # both in it
+    late = stage("q25", base=[(6.2, 0.8), (14.3, 9.0)], tier=[(0.34, 0.1), (3.5, 3.3)])     # the model misses it
+    table = scoring.tier_table(pd.concat([low, high, late])).set_index("experiment")
+    assert list(table["regime_measured"]) == [False, True, True]
+    assert list(table["regime_predicted"]) == [False, True, False]
+    assert math.isclose(table.loc["q30", "ttft_mean_s_gain_measured"], 1 - 0.33 / 14.0)
+    t = scoring.targets(pd.concat([low, high, late])).set_index("target")
+    assert t.loc["cpu_tier_regime", "verdict"] == "missed" and t.loc["cpu_tier_regime", "detail"].endswith("wrong: q25")
+    gains = [(1 - 0.2 / 8.0) / (1 - 0.33 / 14.0) - 1, (1 - 3.6 / 15.0) / (1 - 4.2 / 22.5) - 1,
+             (1 - 0.1 / 0.8) / (1 - 0.34 / 6.2) - 1, (1 - 3.3 / 9.0) / (1 - 3.5 / 14.3) - 1]
+    assert math.isclose(t.loc["cpu_tier_gains", "value"], np.median(np.abs(gains)))
+    assert t.loc["cpu_tier_gains", "verdict"] == ("met" if max(map(abs, gains)) <= 0.25 else "missed")
+    assert scoring.targets(low).set_index("target").loc["cpu_tier_gains", "verdict"] == "n/a"  # none in the regime
 
 
 def test_validation_page_block_is_generated_from_the_committed_csv():

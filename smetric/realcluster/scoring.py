@@ -2,8 +2,9 @@
 
 The tidy frame (:func:`error_frame`) has one row per (experiment, router, metric) the model predicts, with the
 published value where there is one: ``experiment, router, baseline, harness, metric, measured, predicted,
-rel_error, blis_error, lss_error`` (the last two: BLIS's and LLMServingSim's own published errors on the same run,
-where the spec gives them). Everything else -- router ratios, rankings, the targets -- is derived from it.
+rel_error, blis_error, lss_error, workload, cpu_tier`` (``blis_error``/``lss_error``: BLIS's and LLMServingSim's own
+published errors on the same run, where the spec gives them; ``workload``: the spec's generator; ``cpu_tier``: the
+router's arm holds a CPU KV tier). Everything else -- router ratios, rankings, the targets -- is derived from it.
 
 **Targets** (stated before any replay; a benchmark, not a tuned quantity), each ``met`` or ``missed``:
 
@@ -20,7 +21,15 @@ where the spec gives them). Everything else -- router ratios, rankings, the targ
 * ``blis``: on the BLIS experiments, this package's median |error| at or below BLIS's own, for each of E2E, TTFT and
   ITL means;
 * ``strict_replay``: on the recorded runs replayed request by request, each median (TTFT, TPOT, latency) within
-  LLMServingSim's own |error| on the same run (:func:`recorded_table`).
+  LLMServingSim's own |error| on the same run (:func:`recorded_table`);
+* ``sessions_ranking``, ``sessions_e2e_p50``, ``sessions_kv_cached``: on the multi-turn session experiments
+  (``workload.kind: multi-turn-sessions``), every router pair ordered by request rate as measured at every session
+  count (ties as in ``ranking``), and the median |error| of the p50 latency (the llm-router client's non-streaming
+  "TTFT", i.e. end to end) and of the KV-cached share each <= 15 %;
+* ``cpu_tier_regime``, ``cpu_tier_gains``: on the experiments whose arms differ by a CPU KV tier, each run (a stage,
+  or the pooled ladder) in the right regime -- the baseline's TTFT mean at or above 1 s while the tier arm's stays
+  below, or not, as measured (:func:`tier_table`) -- and, where it is so measured, the tier arm's TTFT-mean and
+  E2E-mean gains over the baseline (1 - tier / baseline) each within 25 % of the measured gain.
 
 A target with nothing published to score is ``n/a``, neither met nor missed.
 """
@@ -30,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["THROUGHPUT", "RANK_TIE", "README_BEGIN", "README_END", "error_frame", "ratio_table", "ranking_table",
-           "blis_table", "recorded_table", "targets", "readme_tables", "as_specified", "before_after",
-           "mechanism_table", "MECHANISM_ORDER"]
+__all__ = ["THROUGHPUT", "RANK_TIE", "SESSIONS", "README_BEGIN", "README_END", "error_frame", "ratio_table",
+           "ranking_table", "blis_table", "recorded_table", "tier_table", "targets", "readme_tables", "as_specified",
+           "before_after", "mechanism_table", "MECHANISM_ORDER"]
 
 THROUGHPUT = ("output_tps", "total_tps", "request_tps")
 _RATIO_METRICS = ("output_tps", "total_tps", "ttft_p90_s")
@@ -44,6 +53,9 @@ _RECORDED_METRICS = ("ttft_p50_s", "tpot_p50_s", "e2e_p50_s")  # the per-request
 #: the four schedulers cannot differ, output throughput spans 1,219.1-1,314.0 tok/s (+-3.7 % about the middle,
 #: the extremes 7.8 % apart). 5 % is a round bound between the half-spread and the full spread: an assumption.
 RANK_TIE = 0.05
+SESSIONS = "multi-turn-sessions"  # the generator of the session experiments
+_SESSION_METRICS = {"sessions_e2e_p50": "ttft_p50_s", "sessions_kv_cached": "hit_ratio"}
+_TIER_METRICS = ("ttft_mean_s", "e2e_mean_s")
 
 
 def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.DataFrame:
@@ -54,6 +66,7 @@ def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.
         lss = spec.source.get("lss_error_pct", {}) or {}
         for router, values in predicted[spec.name].items():
             published = spec.measured.get(router, {})
+            arm = {**spec.cluster, **(spec.routers.get(router, {}).get("cluster") or {})}
             for metric, pred in values.items():
                 measured = published.get(metric, np.nan)
                 rows.append({"experiment": spec.name, "router": router, "baseline": spec.baseline,
@@ -61,7 +74,9 @@ def error_frame(specs, predicted: dict[str, dict[str, dict[str, float]]]) -> pd.
                              "predicted": float(pred),
                              "rel_error": (pred - measured) / measured if measured == measured and measured else np.nan,
                              "blis_error": blis.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan,
-                             "lss_error": lss.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan})
+                             "lss_error": lss.get(metric, np.nan) / 100.0 if router in spec.measured else np.nan,
+                             "workload": str(spec.workload["kind"]),
+                             "cpu_tier": float(arm.get("cpu_offload") or 0.0) > 0.0})
     return pd.DataFrame(rows)
 
 
@@ -146,6 +161,31 @@ def recorded_table(df: pd.DataFrame) -> pd.DataFrame:
     return r[cols].reset_index(drop=True)
 
 
+def tier_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment whose non-baseline arm holds a CPU KV tier the baseline lacks (``cpu_tier``): for measured and
+    predicted, whether the run is in the tier's regime (the baseline's TTFT mean >= 1 s, the tier arm's < 1 s) and
+    the tier arm's gain over the baseline (``1 - tier / baseline``) in TTFT mean and E2E mean."""
+    cols = ["experiment", "router", "baseline", "regime_measured", "regime_predicted"]
+    cols += [f"{m}_gain_{side}" for m in _TIER_METRICS for side in ("measured", "predicted")]
+    if "cpu_tier" not in df.columns:
+        return pd.DataFrame(columns=cols)
+    pub = _published(df)
+    rows = []
+    for (exp, router), g in pub[pub["cpu_tier"] & (pub["router"] != pub["baseline"])].groupby(
+            ["experiment", "router"], sort=False):
+        base = pub[(pub["experiment"] == exp) & (pub["router"] == g["baseline"].iloc[0])].set_index("metric")
+        arm = g.set_index("metric")
+        if not all(m in arm.index and m in base.index for m in _TIER_METRICS):
+            continue
+        row = {"experiment": exp, "router": router, "baseline": g["baseline"].iloc[0]}
+        for side in ("measured", "predicted"):
+            row[f"regime_{side}"] = bool(base.at["ttft_mean_s", side] >= 1.0 > arm.at["ttft_mean_s", side])
+            for m in _TIER_METRICS:
+                row[f"{m}_gain_{side}"] = 1.0 - arm.at[m, side] / base.at[m, side]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
 def _median_abs(x: pd.Series) -> float:
     return float(np.median(np.abs(x))) if len(x) else np.nan
 
@@ -205,6 +245,31 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
         f"{int(rec['within'].sum())} of {len(rec)} within"
         + (f"; outside: {', '.join(f'{e} ({n})' for e, n in out.groupby('experiment', sort=False).size().items())}"
            if len(out) else ""))
+    sessions = set(pub.loc[pub["workload"] == SESSIONS, "experiment"]) if "workload" in pub.columns else set()
+    srank = rank[rank["experiment"].isin(sessions)]
+    swrong = srank[srank["pairs_right"] < srank["pairs"]]
+    add("sessions_ranking", "multi-turn sessions: every router pair ordered by request rate as measured at every "
+        f"session count (pairs measured < {100 * RANK_TIE:g} % apart are ties)", len(srank),
+        float((srank["pairs_right"] == srank["pairs"]).mean()) if len(srank) else np.nan, swrong.empty,
+        f"{len(srank) - len(swrong)} of {len(srank)} points ranked right"
+        + (f"; wrong: {', '.join(swrong['experiment'])}" if len(swrong) else ""))
+    for target, metric in _SESSION_METRICS.items():
+        errs = pub[pub["experiment"].isin(sessions) & (pub["metric"] == metric)]["rel_error"]
+        med = _median_abs(errs)
+        add(target, f"multi-turn sessions: median abs. relative error <= 15 % ({metric})", len(errs), med,
+            med <= 0.15, f"{len(errs)} numbers")
+    tiers = tier_table(df)
+    right = tiers["regime_measured"] == tiers["regime_predicted"]
+    add("cpu_tier_regime", "CPU KV tier: each run in the regime as measured (the baseline's TTFT mean >= 1 s while "
+        "the tier arm's stays below, or not)", len(tiers), float(right.mean()) if len(tiers) else np.nan, right.all(),
+        f"{int(right.sum())} of {len(tiers)} runs"
+        + (f"; wrong: {', '.join(tiers.loc[~right, 'experiment'])}" if (~right).any() else ""))
+    inside = tiers[tiers["regime_measured"].astype(bool)]
+    gains = pd.concat([inside[f"{m}_gain_predicted"] / inside[f"{m}_gain_measured"] - 1.0 for m in _TIER_METRICS])
+    add("cpu_tier_gains", "CPU KV tier: where the run is in the tier's regime as measured, the tier arm's TTFT-mean "
+        "and E2E-mean gains over the baseline each within 25 % of the measured gain", len(gains),
+        _median_abs(gains), bool((gains.abs() <= 0.25).all()),
+        f"{int((gains.abs() <= 0.25).sum())} of {len(gains)} gains within 25 % (value: median abs. error)")
     return pd.DataFrame(rows)
 
 
