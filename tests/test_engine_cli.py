@@ -120,3 +120,16 @@ def test_fp8_flags_reach_the_cluster(trace, capsys):
     with pytest.raises(SystemExit) as exc:
         main(BASE + ["--trace", trace, "--kv-dtype", "int4"])
     assert exc.value.code == 2 and "--kv-dtype" in capsys.readouterr().err
+
+
+def test_batching_reaches_the_cluster(trace, capsys):
+    """``--batching``: every mode completes the trace; a prompt-only iteration never beats a mixed one on TPOT."""
+    runs = {}
+    for mode in ("mixed", "prefill-first", "whole-prompts"):
+        assert main(BASE + ["--trace", trace, "--batching", mode, "--json"]) == 0
+        runs[mode] = json.loads(capsys.readouterr().out)
+    assert all(r["n_completed"] == 4 for r in runs.values())
+    assert runs["prefill-first"]["tpot_p99"] >= runs["mixed"]["tpot_p99"]
+    assert main(BASE + ["--trace", trace, "--batching", "whole-prompts", "--mode", "disaggregated",
+                        "--prefill-instances", "1", "--decode-instances", "1"]) == 2
+    assert "implemented for mode='colocated' only" in capsys.readouterr().err

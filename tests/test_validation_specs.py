@@ -47,6 +47,8 @@ def test_shipped_specs_load_and_cover_the_reference_experiments():
     (lambda d: d["cluster"].update(tp=0), "cluster.tp", "must be > 0"),
     (lambda d: d["cluster"].update(gpu_memory_utilization=1.5), "cluster.gpu_memory_utilization", "(0, 1]"),
     (lambda d: d["cluster"].update(engine="trt-llm"), "cluster.engine", "unknown engine 'trt-llm'; known rows"),
+    (lambda d: d["cluster"].update(chunked_prefill="off"), "cluster.chunked_prefill", "must be true or false"),
+    (lambda d: d["cluster"].update(chunked=False), "cluster.chunked", "unknown key"),
     (lambda d: d["workload"].update(kind="sharegpt"), "workload.kind", "unknown generator"),
     (lambda d: d["load"].update(arrival="burst"), "load.arrival", "must be one of"),
     (lambda d: d["load"]["stages"][0].update(rate=-1), "load.stages[0].rate", "must be > 0"),
@@ -93,6 +95,21 @@ def test_a_spec_written_elsewhere_runs_without_code_changes(tmp_path, capsys):
     assert {r["metric"] for r in rows} == {"e2e_mean_s", "ttft_mean_s", "itl_mean_s"}
     for r in rows:
         assert r["predicted"] > 0 and math.isclose(r["rel_error"], r["predicted"] / r["measured"] - 1)
+
+
+def test_engine_family_and_version_select_the_batching():
+    """SGLang runs prefill-first iterations; a vLLM V0 spec with chunked prefill off runs whole prompts apart from
+    the decodes; vLLM V1 mixes them."""
+    from pathlib import Path
+
+    from smetric.realcluster.runner import cluster_for
+
+    folder = Path(__file__).parents[1] / "data" / "validation"
+    for name, first, chunked in (("sglang-v04-cache-aware", True, True), ("zxuhan-qwen7b-s4", True, False),
+                                 ("blis-13-qwen3-14b-h100-tp1-general", False, True)):
+        spec = load_spec(folder / f"{name}.yaml")
+        cluster = cluster_for(spec, list(spec.routers)[0])
+        assert (cluster.prefill_first, cluster.chunked_prefill) == (first, chunked), name
 
 
 def test_drained_stages_start_after_the_previous_stage_finished():

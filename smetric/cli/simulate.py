@@ -12,6 +12,8 @@ from ..cluster.queueing import DISCIPLINES
 from ..cluster.router_info import ASSIGNMENTS
 from ..cluster.serving_stack import ENGINE_ROWS
 
+#: ``--batching``: what one engine iteration runs (ClusterConfig.prefill_first and chunked_prefill).
+BATCHINGS = ("mixed", "prefill-first", "whole-prompts")
 _INT_KEYS = ("n_requests", "n_completed", "n_unfinished", "n_rejected", "n_sessions", "n_sessions_completed")
 
 
@@ -107,6 +109,11 @@ def register_simulate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv-allocation", choices=KV_ALLOCATIONS, default="reserve",
                         help="reserve = KV for prompt + output at admission (default); incremental = vLLM's "
                              "block-by-block allocation with recompute preemption (colocated, fcfs, no global store)")
+    parser.add_argument("--batching", choices=BATCHINGS, default="mixed",
+                        help="what one iteration runs: mixed = decodes and prompt chunks together (vLLM V1; default); "
+                             "prefill-first = an iteration with prompt work runs no decodes (SGLang); whole-prompts = "
+                             "prefill-first with unchunked prompts (vLLM V0 without chunked prefill); the last two: "
+                             "colocated, fcfs, ideal connector")
     parser.add_argument("--queue", choices=DISCIPLINES, default="fcfs",
                         help="order in which an instance admits its waiting requests (default fcfs)")
     parser.add_argument("--queue-param", action="append", default=[], metavar="KEY=VALUE",
@@ -229,6 +236,7 @@ def cluster_from_args(args: argparse.Namespace):
         cache_replies=not args.no_cache_replies, global_store_replies=args.global_store_replies,
         hit_granularity=base["hit_granularity"], weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
         attention_calibration=args.attention_calibration, kv_allocation=args.kv_allocation,
+        prefill_first=args.batching != "mixed", chunked_prefill=args.batching != "whole-prompts",
         router=_router_info(args), patience=args.patience, engine=parse_engine(base["engine"]),
         kv_connector=KVConnector.parse(base["kv_connector"],
                                        _parse_params(args.kv_connector_param, "--kv-connector-param")))

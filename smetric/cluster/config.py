@@ -259,6 +259,16 @@ class ClusterConfig:
             a running sequence crosses a block boundary, and recompute preemption of the most recently
             admitted running request when a block cannot be had (see ``docs/engine.md``). Colocated mode,
             the ``fcfs`` queue and no global store only.
+        prefill_first: False (the default) = an iteration runs the decodes and prompt chunks together, the decodes
+            first in the token budget (vLLM V1, vLLM V0 with chunked prefill); True = an iteration that has prompt
+            work runs no decodes and the prompts get the whole budget; the running sequences wait for it (SGLang's
+            scheduler runs a prefill batch whenever it can form one, ``get_next_batch_to_run``, mixed batches being
+            off by default; vLLM V0 without chunked prefill, ``vllm/core/scheduler.py`` ``_schedule_default``).
+            Colocated mode, the ``fcfs`` queue and the ideal KV connector only.
+        chunked_prefill: True (the default) = a prompt takes what is left of the budget and goes on in the next
+            iteration; False = prompts are scheduled whole (vLLM V0's default without chunked prefill): a prompt
+            that does not fit what is left of the budget waits, and so does every one behind it; a prompt longer
+            than the whole budget (which vLLM V0 rejects) runs alone, chunked. Needs ``prefill_first``.
         router: what the router knows, and when (:class:`~smetric.cluster.router_info.RouterInfo`:
             refresh intervals, KV-event delay, router replicas); the default is the exact view.
         engine: the serving engine's own costs (:class:`~smetric.cluster.serving_stack.ServingStack` or a row name
@@ -302,6 +312,8 @@ class ClusterConfig:
     kv_dtype: str = "bf16"
     attention_calibration: str = "fa3"
     kv_allocation: str = "reserve"
+    prefill_first: bool = False
+    chunked_prefill: bool = True
     router: RouterInfo = RouterInfo()
     patience: Patience | None = None
     engine: ServingStack = ServingStack()
@@ -376,6 +388,16 @@ class ClusterConfig:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "
                      "they cannot apply to an explicit hardware spec")
+        for name in ("prefill_first", "chunked_prefill"):
+            value = getattr(self, name)
+            _require(isinstance(value, bool), f"{name} must be True or False, got {value!r}")
+        _require(self.chunked_prefill or self.prefill_first,
+                 "chunked_prefill=False needs prefill_first=True (vLLM V0 runs whole prompts apart from the decodes)")
+        if self.prefill_first:
+            _require(not self.disaggregated, "prefill_first=True is implemented for mode='colocated' only")
+            _require(self.queue.name == "fcfs",
+                     f"prefill_first=True is implemented for the fcfs queue only, got {self.queue.name!r}")
+            _require(self.kv_connector.ideal, "prefill_first=True is implemented with the ideal KV connector only")
         _require(self.kv_allocation in KV_ALLOCATIONS,
                  f"kv_allocation must be one of {KV_ALLOCATIONS}, got {self.kv_allocation!r}")
         if self.kv_allocation == "incremental":

@@ -103,6 +103,10 @@ class EngineInput:
     n_samples: int             # sample slots per instance (>= 2)
     # KV allocation (ClusterConfig.kv_allocation): False = reserve prompt + output at admission
     incremental: bool = False
+    # prefill scheduling (ClusterConfig.prefill_first, chunked_prefill): an iteration with prompt work runs no
+    # decodes; prompts are scheduled whole
+    prefill_first: bool = False
+    whole_prompts: bool = False
     # router information model (smetric.cluster.router_info; all 0 and one replica = exact)
     refresh_s: float = 0.0         # engine-state snapshot interval (s)
     kv_refresh_s: float = 0.0      # KV-utilisation snapshot interval (s)
@@ -313,6 +317,7 @@ def prepare(workload: Workload, cluster: ClusterConfig, policy: str, params: dic
         pid=spec.pid, params=pvec, state=pstate, rand=rand, queue=cluster.queue.vector(),
         decode_est=decode_estimates(hw.coef_array, wl.input_len, n_out),
         sample_dt=sample_dt, n_samples=int(n_samples), incremental=cluster.kv_allocation == "incremental",
+        prefill_first=cluster.prefill_first, whole_prompts=not cluster.chunked_prefill,
         refresh_s=float(cluster.router.refresh_s), kv_refresh_s=float(cluster.router.kv_refresh_s),
         kv_event_delay_s=float(cluster.router.kv_event_delay_s), n_replicas=int(cluster.router.router_replicas),
         replica=replica_of(cluster.router, session, seed),

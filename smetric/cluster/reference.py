@@ -33,6 +33,7 @@ __all__ = ["run_reference"]
 
 WAITING, LOADING, PREFILL, DECODE, LEFT, ROUTED = range(6)
 INF = math.inf
+TOO_LONG = -1.0  # _admit: a prompt that must run whole does not fit the iteration's remaining budget
 
 
 def _n_blocks(tokens: int, block_size: int) -> int:
@@ -297,7 +298,8 @@ class _Reference:
 
     # ------------------------------------------------------------------ admission
     def _admit(self, inst: _Inst, q: _Req, t: float, budget: int) -> float | None:
-        """Reserve KV and start the loads; the load's end time, or None if the KV does not fit."""
+        """Reserve KV and start the loads; the load's end time, None if the KV does not fit, or TOO_LONG when
+        prompts run whole and this one's uncached part exceeds ``budget``."""
         inp = self.inp
         if inst.role == "decode":
             total = _n_blocks(q.L + q.n_out, self.block_size)
@@ -314,6 +316,8 @@ class _Reference:
         k1, k2, _, h1, h2, h3 = self._hits(inst, q)
         newly_pinned = sum(1 for b in q.blocks[:k1] if inst.ref[b] == 0)
         need = total - k1
+        if inp.whole_prompts and q.L + q.kept - h3 > budget and budget < inp.max_batched_tokens:
+            return TOO_LONG  # prompts run whole: this one waits for an iteration with the budget
         if inp.incremental:  # the blocks of what is in KV once it loads, plus the chunk it takes now
             loading = inp.overlap and not inp.conn and h3 > h1
             chunk = 0 if loading else min(q.L + q.kept - h3, budget)
@@ -381,13 +385,11 @@ class _Reference:
             if q.state == LOADING and q.ready <= t:
                 q.state = PREFILL if q.remaining > 0 else DECODE
         decoding = [r for r in inst.running if self.req[r].state == DECODE]
-        budget = inp.max_batched_tokens - len(decoding)
+        pf = inp.prefill_first  # prompts first; decodes take no budget (they run only in iterations without prompts)
+        budget = inp.max_batched_tokens - (0 if pf else len(decoding))
         n_preempted = inst.stats["preemptions"]
-        if inp.incremental:  # decodes whose next token starts a new block take one, in row order
-            for r in sorted(decoding):
-                q = self.req[r]
-                if q.state == DECODE and _n_blocks(q.L + q.g, self.block_size) > len(q.blocks) + q.private:
-                    self._allocate(inst, q, 1, decoding, t)
+        if inp.incremental and not pf:
+            self._grow_decodes(inst, decoding, t)
             budget = inp.max_batched_tokens - len(decoding)
         batch = []
         for r in list(inst.running):
@@ -395,12 +397,14 @@ class _Reference:
                 break
             q = self.req[r]
             if q.state == PREFILL:
+                if inp.whole_prompts and q.remaining > budget and budget < inp.max_batched_tokens:
+                    break
                 c = min(q.remaining, budget)
                 if inp.incremental:
                     need = _n_blocks(q.in_kv + c, self.block_size) - q.k1 - q.private
                     if need > 0 and not self._allocate(inst, q, need, decoding, t):
                         break  # it was preempted itself: it was the last admitted
-                    budget = inp.max_batched_tokens - len(decoding) - sum(x for _, x in batch)
+                    budget = inp.max_batched_tokens - (0 if pf else len(decoding)) - sum(x for _, x in batch)
                 batch.append((r, c))
                 budget -= c
         preempted = inst.stats["preemptions"] > n_preempted
@@ -426,6 +430,9 @@ class _Reference:
                         break
                     continue
                 ready = self._admit(inst, q, t, budget)
+                if ready is TOO_LONG:
+                    exhausted = False
+                    break  # whole prompts: the head's prompt does not fit what is left of the budget
                 if ready is None:
                     if self.fcfs:
                         exhausted = False
@@ -454,6 +461,11 @@ class _Reference:
             if not (honor and exhausted and not batch and not decoding):
                 break
             honor = False  # nothing else runs: no batch was scheduled ahead, the hidden requests run now
+        if pf and decoding:
+            if batch:
+                decoding = []  # a prefill-only iteration: the decodes wait
+            elif inp.incremental:
+                self._grow_decodes(inst, decoding, t)
         if not batch and not decoding:
             inst.busy = False
             inst.wake = min((self.req[r].ready for r in inst.running if self.req[r].state == LOADING), default=INF)
@@ -478,6 +490,13 @@ class _Reference:
         inst.wake = INF
         inst.batch = batch
         inst.decoding = decoding
+
+    def _grow_decodes(self, inst: _Inst, decoding: list[int], t: float) -> None:
+        """Incremental allocation: decodes whose next token starts a new block take one, in row order."""
+        for r in sorted(decoding):
+            q = self.req[r]
+            if q.state == DECODE and _n_blocks(q.L + q.g, self.block_size) > len(q.blocks) + q.private:
+                self._allocate(inst, q, 1, decoding, t)
 
     def _abandon_expired(self, inst: _Inst, t: float) -> None:
         """Waiting, never-admitted requests with ``arrival + patience < t`` leave unserved (docs/engine.md,

@@ -65,6 +65,8 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
     router = spec.routers[label]
     c = {**spec.cluster, **router.get("cluster", {})}
     extra = spec.engine_behaviour()
+    if not c.get("chunked_prefill", True):  # vLLM V0 without chunked prefill: whole prompts, apart from the decodes
+        extra.update(chunked_prefill=False, prefill_first=True)
     if engine is not None:
         extra["engine"] = parse(engine) if isinstance(engine, str) else engine
     if "router_info" in router:

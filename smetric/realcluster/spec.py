@@ -17,7 +17,8 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   and version (``vllm-0.15.1``, ``vllm-v1``, ``sglang-0.4``) or a row name of ``data/perf/serving_stack.json``: it
   selects the family's behaviours of :data:`ENGINE_BEHAVIOURS` and the serving-stack row of that version; fields of
   the row may be replaced where the harness says so (``vllm-0.19.0:api_server_s=0,...``: timestamps taken inside
-  the engine see no time outside it).
+  the engine see no time outside it). Optional: ``chunked_prefill`` (default true; false = vLLM V0's scheduler
+  without chunked prefill: prompts run whole and an iteration with a prompt runs no decodes).
 * ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names);
   ``recorded-requests`` replays a recorded run (``params: {bundle: FOLDER}``, relative to ``data/validation``;
   :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
@@ -66,6 +67,9 @@ __all__ = ["SpecError", "ExperimentSpec", "load_spec", "load_specs", "spec_paths
 TOP_LEVEL_KEYS = ("name", "source", "cluster", "workload", "load", "routers", "measured")
 CLUSTER_KEYS = ("model", "gpu", "tp", "instances", "kv_tokens", "max_num_batched_tokens", "max_num_seqs",
                 "block_size", "weight_dtype", "kv_dtype", "cpu_offload", "gpu_memory_utilization", "engine")
+#: Optional cluster keys (``chunked_prefill``: false = vLLM V0's scheduler without chunked prefill, whole prompts
+#: apart from the decodes; default true).
+OPTIONAL_CLUSTER_KEYS = ("chunked_prefill",)
 #: Published metrics (units in the name).
 METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
            "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio",
@@ -73,8 +77,11 @@ METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s"
 #: Metric definitions of the harnesses behind the published numbers (see :mod:`.metrics`).
 HARNESSES = ("inference-perf", "blis", "kubeai-chat", "sglang-bench-serving", "recorded-engine", "llm-router")
 #: Engine families and the engine behaviours they select (vLLM and SGLang allocate KV incrementally and preempt
-#: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes).
-ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"}, "sglang": {"kv_allocation": "incremental"}}
+#: by recomputation when it runs out: vllm/v1/core/sched/scheduler.py; sglang's scheduler retracts decodes;
+#: SGLang runs a prefill batch whenever it can form one and decodes only otherwise, mixed batches being off by
+#: default: python/sglang/srt/managers/scheduler.py get_next_batch_to_run, server_args enable_mixed_chunk).
+ENGINE_BEHAVIOURS = {"vllm": {"kv_allocation": "incremental"},
+                     "sglang": {"kv_allocation": "incremental", "prefill_first": True}}
 ARRIVALS = ("poisson", "constant", "concurrency", "recorded", "sessions")
 SUMMARIES = ("pooled", "stage-mean", "seed-mean")
 #: The rules a per-metric ``load.summary`` mapping may give a metric (or its ``default``).
@@ -206,7 +213,9 @@ def _check_cluster(path, cluster: Mapping) -> None:
     from ..hardware.perfmodel import DTYPES
 
     _require(path, cluster, "cluster", CLUSTER_KEYS)
-    _known(path, cluster, "cluster", CLUSTER_KEYS)
+    _known(path, cluster, "cluster", CLUSTER_KEYS + OPTIONAL_CLUSTER_KEYS)
+    if not isinstance(cluster.get("chunked_prefill", True), bool):
+        _fail(path, "cluster.chunked_prefill", f"must be true or false, got {cluster['chunked_prefill']!r}")
     for key, getter in (("model", get_model), ("gpu", get_gpu)):
         try:
             getter(cluster[key])

@@ -92,7 +92,8 @@ from .transfers import _pool_start
 
 @njit(cache=True, _nrt=False)
 def _admit(d, st, i, r, t, budget):
-    """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready)."""
+    """Reserve KV for ``r`` on ``i`` and start its loads: (fits, time its KV is ready); (False, -1) when
+    prompts run whole (``d.whole_prompts``) and this one's uncached part exceeds ``budget``."""
     L = d.input_len[r]
     if st.ii[i, II_ROLE] == DECODE_ROLE:
         total = _n_blocks(L + d.n_out[r], d.block_size)
@@ -120,6 +121,8 @@ def _admit(d, st, i, r, t, budget):
             newly += 1
     need = total - k1
     kept = st.pre[r, P_KEPT]
+    if d.whole_prompts and L + kept - h3 > budget and budget < d.max_batched_tokens:
+        return False, -1.0  # prompts run whole: this one waits for an iteration with the budget (not a KV miss)
     if d.incremental:  # the blocks of what is in KV once it loads, plus the chunk it takes now
         loading = d.overlap and not d.conn and h3 > h1
         chunk = 0 if loading else min(L + kept - h3, budget)

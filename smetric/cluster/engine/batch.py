@@ -44,6 +44,7 @@ from .layout import (
     II_ROLE,
     II_SDEC,
     II_SEGK,
+    II_STALL,
     II_WHEAD,
     II_WTAIL,
     INF,
@@ -118,13 +119,16 @@ def _form_batch(d, st, i, t):
     """Form and start instance ``i``'s next iteration at ``t`` (or leave it idle)."""
     _activate(d, st, i, t)
     n_preempted = st.ipre[i, IP_PREEMPT]
-    if d.incremental:
+    pf = d.prefill_first  # prompts first; decodes take no budget (they run only in iterations without prompts)
+    if d.incremental and not pf:
         _grow_decodes(d, st, i)
-    budget = d.max_batched_tokens - st.ii[i, II_NDEC]
+    budget = d.max_batched_tokens - (0 if pf else st.ii[i, II_NDEC])
     st.ii[i, II_NBATCH] = 0
     r = st.ii[i, II_PHEAD]
     while r >= 0 and budget > 0:
         if st.ri[r, RI_STATE] == PREFILL:
+            if d.whole_prompts and st.ri[r, RI_REM] > budget and budget < d.max_batched_tokens:
+                break
             if d.incremental:
                 need = _n_blocks(st.ri[r, RI_INKV] + min(st.ri[r, RI_REM], budget), d.block_size) - (
                     st.ri[r, RI_K1] + st.ri[r, RI_PRIV])
@@ -165,6 +169,8 @@ def _form_batch(d, st, i, t):
             break  # FCFS: the head did not fit (or is not visible yet); ranked: none left
         ok, ready = _admit(d, st, i, r, t, budget)
         if not ok:
+            if ready < 0.0:
+                break  # whole prompts: the head's prompt does not fit what is left of the budget
             if fcfs:
                 st.ii[i, II_BLOCKED_BY] = r
                 st.ii[i, II_BLOCKED_AT] = st.ii[i, II_KV_VERSION]
@@ -195,14 +201,19 @@ def _form_batch(d, st, i, t):
         else:
             _join_decode(d, st, i, r)
             budget -= 1
-    n_dec = st.ii[i, II_NDEC]
     nb = st.ii[i, II_NBATCH]
+    stall = pf and nb > 0 and st.ii[i, II_NDEC] > 0  # a prefill-only iteration: the decodes wait
+    if pf and nb == 0 and d.incremental:
+        _grow_decodes(d, st, i)
+        preempted = st.ipre[i, IP_PREEMPT] > n_preempted
+    n_dec = 0 if stall else st.ii[i, II_NDEC]
+    st.ii[i, II_STALL] = 1 if stall else 0
     if nb == 0 and n_dec == 0:
         st.ii[i, II_BUSY] = 0
         st.fi[i, FI_WAKE] = st.fi[i, FI_MINREADY] if st.ii[i, II_NLOAD] > 0 else INF
         _schedule(st, i)
         return
-    sdec = float(st.ii[i, II_SDEC])
+    sdec = 0.0 if stall else float(st.ii[i, II_SDEC])
     fdec = float(n_dec)
     # with a connector, the iteration also copies what the store will receive to the host (GPU->host)
     saved = n_dec if (conn and d.store_replies) else 0

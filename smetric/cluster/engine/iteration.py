@@ -31,6 +31,8 @@ from .layout import (
     II_ROUTED,
     II_SDEC,
     II_SEGK,
+    II_STALL,
+    II_STALLED,
     II_STAT_DECODE,
     II_STAT_PREFILL,
     II_WHEAD,
@@ -81,7 +83,12 @@ def _end_run(d, st, i, t):
     n_dec = st.ii[i, II_NDEC]
     role = st.ii[i, II_ROLE]
     st.ii[i, II_BUSY] = 0
-    st.ii[i, II_ITER] += k_run
+    if st.ii[i, II_STALL] == 1:  # a prefill-only iteration: the decodes did not advance
+        st.ii[i, II_STALL] = 0
+        st.ii[i, II_STALLED] += k_run
+        n_dec = 0
+    else:
+        st.ii[i, II_ITER] += k_run
     st.fi[i, FI_BUSY] += t - st.fi[i, FI_FORM]
     st.ii[i, II_STAT_DECODE] += k_run * n_dec
     st.ii[i, II_CTX] += k_run * n_dec

@@ -38,8 +38,10 @@ N_RF = 8
 (II_ROLE, II_BUSY, II_WHEAD, II_WTAIL, II_NWAIT, II_PHEAD, II_PTAIL, II_NRUN, II_NLOAD, II_NDEC, II_SDEC,
  II_ITER, II_SEGK, II_NBATCH, II_INFLIGHT, II_NQUEUED, II_QTOK, II_CTX, II_PINNED, II_CACHED, II_PRIV,
  II_NFREE, II_DSIZE, II_DNFREE, II_HEAPN, II_SAMPLED, II_KVPEAK, II_STAT_PREFILL, II_STAT_DECODE,
- II_ROUTED, II_KV_VERSION, II_BLOCKED_BY, II_BLOCKED_AT, II_NPEND) = range(34)
-N_II = 34
+ II_ROUTED, II_KV_VERSION, II_BLOCKED_BY, II_BLOCKED_AT, II_NPEND, II_STALL, II_STALLED) = range(36)
+N_II = 36
+# II_STALL: the running iteration is prefill-only while decodes wait (d.prefill_first); II_STALLED: such
+# iterations so far. II_ITER counts the others: the iterations in which the decodes advance.
 # ---- per-instance float columns (st.fi)
 (FI_FORM, FI_T0, FI_BASE, FI_STEP, FI_END, FI_WAKE, FI_MINREADY, FI_LDRAM, FI_LNET, FI_LPD, FI_QCOST,
  FI_QATTN, FI_BUSY, FI_DRAMR, FI_GLOBR, FI_PDR, FI_SCHED, FI_LREADY) = range(18)
@@ -72,7 +74,7 @@ EngineData = namedtuple("EngineData", [
     "reply_offsets", "reply_ids", "reply_tokens", "tail_pos", "tail_id", "tail_tok", "cache_replies",
     "store_replies", "conn", "layerwise", "lookup_s", "load_latency", "load_cap", "write_cap", "pcie_bw",
     "store_total", "node_of", "node_bw",
-    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental",
+    "sample_t0", "n_samples", "hshift", "hmask", "dshift", "dmask", "incremental", "prefill_first", "whole_prompts",
     "refresh_s", "kv_refresh_s", "kv_delay", "replica", "seen_dram", "seen_glob", "router_clock",
     "decode_true", "waiter_offsets", "waiters", "abandon", "patience", "sparse", "sp_size",
     "sp_holders", "view_free", "lag", "api_s", "release_delay"])

@@ -1,0 +1,127 @@
+"""Prefill-first iterations (``prefill_first=True``: SGLang; with ``chunked_prefill=False``: vLLM V0 without
+chunked prefill, whole prompts).
+
+Both engines agree on random cases (either KV allocation, tight and ample HBM, serving stacks with and without
+the first-token lag); hand-built cases check that an iteration which schedules a prompt runs no decodes, that a
+whole prompt which does not fit the remaining budget waits for the next iteration instead of being chunked, that
+a chunked prompt stalls the decodes for each of its chunks, and that a prompt longer than the whole budget runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from engine_support import agent_workload, small_cluster, unique_workload
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_engine_equivalence import POLICIES, assert_same_run
+
+from smetric.cluster.config import ClusterConfig
+from smetric.cluster.engine import run_engine
+from smetric.cluster.inputs import prepare
+from smetric.cluster.reference import run_reference
+from smetric.cluster.result_raw import REASON_COMPLETED
+from smetric.hardware.kernel import iteration_time_nb, prefill_attn_work
+
+
+@st.composite
+def cases(draw):
+    seed = draw(st.integers(0, 2**31 - 1))
+    wl = agent_workload(seed, n_sessions=draw(st.integers(1, 10)), max_turns=draw(st.integers(1, 4)),
+                        span=draw(st.sampled_from([0.5, 3.0])), output=(1, draw(st.sampled_from([2, 30, 300]))),
+                        first_prompt=(20, draw(st.sampled_from([300, 1500]))))
+    mns = draw(st.sampled_from([2, 8, 64]))
+    cluster = small_cluster(
+        kv_tokens=draw(st.sampled_from([2000, 5000, 200_000])), block_size=draw(st.sampled_from([16, 64])),
+        n_instances=draw(st.integers(1, 2)), max_num_seqs=mns,
+        max_batched_tokens=max(mns, draw(st.sampled_from([64, 512, 2048]))),
+        dram_gb=draw(st.sampled_from([0.0, 0.03, 10.0])), kv_load_overlap=draw(st.booleans()),
+        replay=draw(st.sampled_from(["open", "closed"])), cache_replies=draw(st.booleans()),
+        kv_allocation=draw(st.sampled_from(["reserve", "incremental"])), prefill_first=True,
+        chunked_prefill=draw(st.booleans()), engine=draw(st.sampled_from(["legacy", "vllm-v0", "sglang-overlap"])))
+    return wl, cluster, draw(st.sampled_from(POLICIES)), draw(st.sampled_from([2.0, 8.0])), seed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_engine_matches_reference_with_prefill_first_iterations(case):
+    wl, cluster, policy, load, seed = case
+    inp = prepare(wl, cluster, policy, load=load, seed=seed, n_samples=50)
+    a, b = run_engine(inp), run_reference(inp)
+    assert_same_run(a, b)
+    assert np.array_equal(a.preemptions, b.preemptions)
+
+
+def _run(engine, arrival, input_len, output_len, whole: bool, budget: int = 512, first: bool = True):
+    wl = unique_workload(arrival, input_len, output_len)
+    cluster = small_cluster(block_size=16, max_batched_tokens=budget, max_num_seqs=8, chunked_prefill=not whole,
+                            prefill_first=first, kv_allocation="incremental")
+    inp = prepare(wl, cluster, "round-robin", n_samples=50)
+    return inp, engine(inp)
+
+
+@pytest.mark.parametrize("engine", [run_engine, run_reference])
+def test_a_prompt_stalls_the_running_decodes(engine):
+    """A decodes alone; B's prompt arrives mid-way: its iteration runs B's prefill only, so A finishes exactly one
+    prefill iteration later than with chunked prefill's mixed iteration (A's tokens are the same)."""
+    arrival, lens, outs = [0.0, 0.05], [100, 300], [40, 5]
+    inp, pf = _run(engine, arrival, lens, outs, whole=True)
+    _, mixed = _run(engine, arrival, lens, outs, whole=False, first=False)
+    assert (pf.reason == REASON_COMPLETED).all()
+    coef = inp.coef
+    b_alone = iteration_time_nb(coef, 300.0, prefill_attn_work(300.0, 0.0), 0.0, 0)
+    # B's first token comes from a prefill-only iteration that starts at an iteration end of A's decodes
+    assert pf.first_token[1] > arrival[1]
+    start = pf.first_token[1] - b_alone
+    assert start >= arrival[1] - 1e-12
+    # A generated the same tokens but waited one prefill iteration: it ends later than in the mixed run
+    assert pf.finish[0] > mixed.finish[0]
+    assert pf.inst_iterations[0] == mixed.inst_iterations[0] + 1  # B's decodes overlap A's in both runs
+
+
+@pytest.mark.parametrize("engine", [run_engine, run_reference])
+def test_prompts_run_whole_and_wait_for_the_budget(engine):
+    """Two 300-token prompts arrive together with a 512-token budget: with chunked prefill the second is split
+    (212 tokens now, 88 next); without it the second waits and runs whole in the next iteration."""
+    inp, pf = _run(engine, [0.0, 0.0], 300, 3, whole=True)
+    coef = inp.coef
+    one = iteration_time_nb(coef, 300.0, prefill_attn_work(300.0, 0.0), 0.0, 0)
+    assert pf.first_token[0] == pytest.approx(one, rel=1e-9)
+    assert pf.first_token[1] == pytest.approx(2 * one, rel=1e-9)  # A's decode waits for B's prompt
+    assert pf.prefill_tokens.tolist() == [300, 300]
+
+
+@pytest.mark.parametrize("engine", [run_engine, run_reference])
+def test_a_prompt_longer_than_the_budget_runs_alone(engine):
+    """A 1,500-token prompt with a 512-token budget (vLLM V0 would reject it) runs alone, in three chunks."""
+    inp, pf = _run(engine, [0.0], 1500, 2, whole=True)
+    assert (pf.reason == REASON_COMPLETED).all()
+    assert pf.inst_iterations[0] == 4  # 512 + 512 + 476, then one decode
+
+
+@pytest.mark.parametrize("engine", [run_engine, run_reference])
+def test_a_chunked_prompt_stalls_the_decodes_for_each_chunk(engine):
+    """SGLang's rule: A decodes; B's 1,200-token prompt arrives and runs in three chunks of the 512-token budget
+    (512, 512, 176), each a prefill-only iteration; A's decodes resume after the last."""
+    arrival, lens, outs = [0.0, 0.05], [100, 1200], [60, 3]
+    inp, pf = _run(engine, arrival, lens, outs, whole=False)
+    _, mixed = _run(engine, arrival, lens, outs, whole=False, first=False)
+    coef = inp.coef
+    chunks = [(512, 0), (512, 512), (176, 1024)]
+    b_prefill = sum(iteration_time_nb(coef, float(c), prefill_attn_work(float(c), float(p)), 0.0, 0)
+                    for c, p in chunks)
+    starts = pf.first_token[1] - b_prefill
+    assert starts >= arrival[1] - 1e-12  # B's chunks ran back to back, no decode iteration between them
+    assert pf.inst_iterations[0] == mixed.inst_iterations[0] + 3  # mixed: B's chunks ride in A's decode iterations
+    assert pf.first_token[1] < mixed.first_token[1]  # B's chunks take the whole budget, with no decode in them
+    assert pf.finish[0] > mixed.finish[0]
+
+
+def test_rejects_what_is_not_implemented():
+    with pytest.raises(ValueError, match="prefill_first=True"):
+        ClusterConfig("example", "example", n_instances=2, mode="disaggregated", n_prefill=1, n_decode=1,
+                      prefill_first=True)
+    with pytest.raises(ValueError, match="needs prefill_first=True"):
+        ClusterConfig("example", "example", chunked_prefill=False)
+    with pytest.raises(ValueError, match="chunked_prefill must be True or False"):
+        ClusterConfig("example", "example", chunked_prefill="no")
