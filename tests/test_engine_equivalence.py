@@ -81,12 +81,20 @@ def cases(draw):
     return wl, cluster, policy, load, seed
 
 
+def assert_engines_agree(case):
+    """Run a drawn ``(workload, cluster, policy, load, seed)`` case on both engines, assert that they agree and
+    return both runs (engine, reference)."""
+    wl, cluster, policy, load, seed = case
+    inp = prepare(wl, cluster, policy, load=load, seed=seed, n_samples=50)
+    a, b = run_engine(inp), run_reference(inp)
+    assert_same_run(a, b)
+    return a, b
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_engine_matches_reference(case):
-    wl, cluster, policy, load, seed = case
-    inp = prepare(wl, cluster, policy, load=load, seed=seed, n_samples=50)
-    assert_same_run(run_engine(inp), run_reference(inp))
+    assert_engines_agree(case)
 
 
 @pytest.mark.parametrize("policy", POLICIES)

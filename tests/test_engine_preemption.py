@@ -11,7 +11,7 @@ import pytest
 from engine_support import agent_workload, small_cluster, unique_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_equivalence import PER_INSTANCE, PER_REQUEST, POLICIES, assert_same_run
+from test_engine_equivalence import PER_INSTANCE, PER_REQUEST, POLICIES, assert_engines_agree, assert_same_run
 
 from smetric.cluster.engine import run_engine
 from smetric.cluster.inputs import prepare
@@ -40,10 +40,7 @@ def cases(draw):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_engine_matches_reference_with_incremental_allocation(case):
-    wl, cluster, policy, load, seed = case
-    inp = prepare(wl, cluster, policy, load=load, seed=seed, n_samples=50)
-    a, b = run_engine(inp), run_reference(inp)
-    assert_same_run(a, b)
+    a, b = assert_engines_agree(case)
     assert np.array_equal(a.preemptions, b.preemptions)
     assert np.array_equal(a.inst_preemptions, b.inst_preemptions)
 

@@ -9,12 +9,15 @@ a chunked prompt stalls the decodes for each of its chunks, and that a prompt lo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from engine_support import agent_workload, small_cluster, unique_workload
+from engine_support import small_cluster, unique_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_equivalence import POLICIES, assert_same_run
+from test_engine_equivalence import assert_engines_agree
+from test_engine_preemption import cases as tight_cases
 
 from smetric.cluster.config import ClusterConfig
 from smetric.cluster.engine import run_engine
@@ -26,29 +29,19 @@ from smetric.hardware.kernel import iteration_time_nb, prefill_attn_work
 
 @st.composite
 def cases(draw):
-    seed = draw(st.integers(0, 2**31 - 1))
-    wl = agent_workload(seed, n_sessions=draw(st.integers(1, 10)), max_turns=draw(st.integers(1, 4)),
-                        span=draw(st.sampled_from([0.5, 3.0])), output=(1, draw(st.sampled_from([2, 30, 300]))),
-                        first_prompt=(20, draw(st.sampled_from([300, 1500]))))
-    mns = draw(st.sampled_from([2, 8, 64]))
-    cluster = small_cluster(
-        kv_tokens=draw(st.sampled_from([2000, 5000, 200_000])), block_size=draw(st.sampled_from([16, 64])),
-        n_instances=draw(st.integers(1, 2)), max_num_seqs=mns,
-        max_batched_tokens=max(mns, draw(st.sampled_from([64, 512, 2048]))),
-        dram_gb=draw(st.sampled_from([0.0, 0.03, 10.0])), kv_load_overlap=draw(st.booleans()),
-        replay=draw(st.sampled_from(["open", "closed"])), cache_replies=draw(st.booleans()),
-        kv_allocation=draw(st.sampled_from(["reserve", "incremental"])), prefill_first=True,
+    """The preemption tests' tight-HBM cases with prefill-first iterations, whole or chunked prompts, either KV
+    allocation and serving stacks with and without the first-token lag."""
+    wl, cluster, policy, load, seed = draw(tight_cases())
+    cluster = dataclasses.replace(
+        cluster, kv_allocation=draw(st.sampled_from(["reserve", "incremental"])), prefill_first=True,
         chunked_prefill=draw(st.booleans()), engine=draw(st.sampled_from(["legacy", "vllm-v0", "sglang-overlap"])))
-    return wl, cluster, draw(st.sampled_from(POLICIES)), draw(st.sampled_from([2.0, 8.0])), seed
+    return wl, cluster, policy, load, seed
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_engine_matches_reference_with_prefill_first_iterations(case):
-    wl, cluster, policy, load, seed = case
-    inp = prepare(wl, cluster, policy, load=load, seed=seed, n_samples=50)
-    a, b = run_engine(inp), run_reference(inp)
-    assert_same_run(a, b)
+    a, b = assert_engines_agree(case)
     assert np.array_equal(a.preemptions, b.preemptions)
 
 
