@@ -12,7 +12,7 @@ from ..plotting import set_style
 
 __all__ = ["perf_validation", "perf_mape", "plot_perf_validation"]
 
-_DATASET_ORDER = ["vidur-linear", "lss-linear", "vidur-attention", "lss-attention", "distserve", "distserve-vllm"]
+_DATASET_ORDER = ["vidur-linear", "lss-linear", "lss-moe", "vidur-attention", "lss-attention", "distserve", "distserve-vllm"]
 
 
 def _scored(frame: pd.DataFrame, efficiencies) -> pd.DataFrame:
@@ -24,8 +24,8 @@ def _scored(frame: pd.DataFrame, efficiencies) -> pd.DataFrame:
 def perf_validation(max_rows_per_group: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Measured vs predicted seconds for every profile row.
 
-    Columns: ``dataset, gpu, model, tp, kind`` (linear / prefill / decode / mixed), ``size`` (tokens
-    in the batch for linear rows and DistServe, ``c*(p+c/2) + context tokens`` for attention rows),
+    Columns: ``dataset, gpu, model, tp, kind`` (linear / moe / prefill / decode / mixed), ``size`` (tokens
+    in the batch for linear, MoE-block and DistServe rows, ``c*(p+c/2) + context tokens`` for attention rows),
     ``measured_s, predicted_s, rel_err`` (predicted / measured - 1). Linear rows below
     ``calibration.MIN_TOKENS`` tokens are dropped (outside the accuracy target). DistServe rows use
     the CPU overhead fitted per engine. ``max_rows_per_group`` keeps a seeded uniform random sample
@@ -35,6 +35,7 @@ def perf_validation(max_rows_per_group: int | None = None, seed: int = 0) -> pd.
     eff = load_efficiencies()
     linear = _scored(profiles.all_linear(), eff)
     linear = linear[linear["n_tokens"] >= calibration.MIN_TOKENS].assign(kind="linear", size=lambda d: d["n_tokens"])
+    moe = _scored(profiles.lss_moe(), eff).assign(kind="moe", size=lambda d: d["n_tokens"])
     attention = _scored(profiles.all_attention(), eff)
     per_engine = calibration.distserve_efficiencies(eff)
     distserve = pd.concat([_scored(sub, {"a100": per_engine[name]})
@@ -44,7 +45,7 @@ def perf_validation(max_rows_per_group: int | None = None, seed: int = 0) -> pd.
     attention["size"] = attention["chunk"] * (attention["cached"] + attention["chunk"] / 2) + attention["decode_ctx"]
     distserve["size"] = distserve["chunk"] + distserve["decode_ctx"]
     cols = ["dataset", "gpu", "model", "tp", "kind", "size", "measured_s", "predicted_s"]
-    out = pd.concat([linear[cols], attention[cols], distserve[cols]], ignore_index=True)
+    out = pd.concat([linear[cols], moe[cols], attention[cols], distserve[cols]], ignore_index=True)
     if max_rows_per_group is not None:
         rng = np.random.default_rng(seed)
         keep = out.groupby(["dataset", "gpu", "model", "tp"], sort=False).indices.values()

@@ -43,6 +43,7 @@ MIN_TOKENS = 16
 
 LINEAR_FIELDS = ("eta_weights", "eta_compute", "ramp_tokens", "roof_sharpness", "layer_floor_s",
                  "elem_bytes_hidden", "elem_bytes_ffn")
+MOE_FIELDS = ("moe_gemm_eff",)
 ATTENTION_FIELDS = ("eta_attn", "attn_token_s", "eta_kv", "decode_mixed_factor", "attn_floor_s", "decode_seq_s")
 
 # (lower, upper, scale): bounds of each fitted field, and its typical size (the optimiser works on value/scale)
@@ -52,7 +53,7 @@ _BOUNDS = {
     "elem_bytes_hidden": (0.0, 200.0, 10.0), "elem_bytes_ffn": (0.0, 200.0, 10.0),
     "eta_attn": (0.01, 1.0, 1.0), "attn_token_s": (0.0, 1e-6, 1e-8), "eta_kv": (0.05, 1.0, 1.0),
     "decode_mixed_factor": (1.0, 20.0, 1.0), "attn_floor_s": (0.0, 200e-6, 1e-5), "decode_seq_s": (0.0, 20e-6, 1e-7),
-    "iteration_overhead_s": (0.0, 0.1, 1e-3),
+    "iteration_overhead_s": (0.0, 0.1, 1e-3), "moe_gemm_eff": (0.05, 1.0, 1.0),
 }
 
 # which data fit which fields of which GPU: gpu -> [(fields, loader)]
@@ -61,7 +62,9 @@ _PLAN = {
     "a100": [(LINEAR_FIELDS, profiles.vidur_linear),
              (tuple(f for f in ATTENTION_FIELDS if f != "decode_mixed_factor"), profiles.vidur_attention)],
     "h100": [(LINEAR_FIELDS, profiles.vidur_linear)],
-    "rtx-pro-6000": [(LINEAR_FIELDS, profiles.lss_linear), (ATTENTION_FIELDS, profiles.lss_attention)],
+    # the MoE block profile fits only the expert GEMMs' rate, on top of the dense fit
+    "rtx-pro-6000": [(LINEAR_FIELDS, profiles.lss_linear), (ATTENTION_FIELDS, profiles.lss_attention),
+                     (MOE_FIELDS, profiles.lss_moe)],
     "rtx-4090": [(LINEAR_FIELDS, profiles.lss_linear), (ATTENTION_FIELDS, profiles.lss_attention)],
 }
 _ATTENTION_FROM = {"h100": "a100"}  # GPUs whose attention fields come from another GPU's fit (same stack)
@@ -75,10 +78,13 @@ _GROUP = ["gpu", "model", "tp"]
 
 
 def _part(frame: pd.DataFrame) -> str:
-    """Which quantity a profile frame measures: per-layer ``linear`` or ``attention``, or a full ``iteration``."""
+    """Which quantity a profile frame measures: per-layer ``linear``, ``attention`` or ``moe`` (routed experts), or
+    a full ``iteration``."""
     name = frame["dataset"].iloc[0]
     if name.endswith("-linear"):
         return "linear"
+    if name.endswith("-moe"):
+        return "moe"
     if name.endswith("-attention"):
         return "attention"
     return "iteration"
@@ -98,6 +104,9 @@ def predict(frame: pd.DataFrame, efficiencies: dict[str, Efficiency]) -> np.ndar
         if part == "linear":
             out[idx] = pm.breakdown(rows["n_tokens"].to_numpy(float))["linear"] / pm.model.layers
             continue
+        if part == "moe":
+            out[idx] = pm.moe_block_time(rows["n_tokens"].to_numpy(float), rows["activated"].to_numpy(float))
+            continue
         chunk, cached = rows["chunk"].to_numpy(float), rows["cached"].to_numpy(float)
         n_decode = rows["n_decode"].to_numpy(float)
         n_prefill = np.where(chunk > 0, 1.0, 0.0)  # prompts per row: one unless the row says (kernel benchmarks)
@@ -112,7 +121,7 @@ def predict(frame: pd.DataFrame, efficiencies: dict[str, Efficiency]) -> np.ndar
 def _group_weights(frame: pd.DataFrame) -> np.ndarray:
     """Equal total weight per (GPU, model, TP) group, and per batch kind within an attention grid."""
     keys = [frame[k] for k in _GROUP]
-    if _part(frame) != "linear":
+    if _part(frame) not in ("linear", "moe"):
         keys.append(_attention_kind(frame))
     sizes = frame.groupby(keys, sort=False)["measured_s"].transform("size").to_numpy(float)
     return 1.0 / np.sqrt(sizes)

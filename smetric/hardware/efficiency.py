@@ -39,6 +39,8 @@ class Efficiency:
         decode_mixed_factor: slowdown of decode KV reads in a batch that also runs a prefill chunk.
         attn_floor_s: fixed time per layer of the attention kernels.
         decode_seq_s: extra time per decode sequence per layer in attention (per-sequence setup).
+        moe_gemm_eff: fraction of the dense GEMMs' compute rate that the fused MoE expert GEMMs reach (1 = the
+            same; fitted only where an MoE block profile exists, an assumption elsewhere).
         eta_link: fraction of the link bandwidth reached by the TP all-reduce (not calibrated: no data).
         allreduce_latency_s: latency of one all-reduce (two per layer at TP > 1; not calibrated).
         iteration_overhead_s: fixed per-iteration CPU time (scheduling, input preparation, sampling).
@@ -59,13 +61,14 @@ class Efficiency:
     decode_mixed_factor: float = 1.0
     attn_floor_s: float = 8e-6
     decode_seq_s: float = 0.2e-6
+    moe_gemm_eff: float = 1.0
     eta_link: float = 0.7
     allreduce_latency_s: float = 10e-6
     iteration_overhead_s: float = 2e-3
     source: str = "nominal"
 
     def __post_init__(self) -> None:
-        for name in ("eta_weights", "eta_compute", "eta_attn", "eta_kv", "eta_link"):
+        for name in ("eta_weights", "eta_compute", "eta_attn", "eta_kv", "eta_link", "moe_gemm_eff"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"Efficiency.{name} must be in (0, 1], got {value}")

@@ -4,7 +4,8 @@ Physics (per iteration, per TP group; the usual roofline accounting, as in Vidur
 
 * linear layers on a smooth roofline: stream the layer weights once (MoE: only the experts the
   batch touches) vs ``2 * active_params * n_tokens`` FLOPs at a GEMM efficiency that ramps with the
-  token count; plus element-wise ops (bytes per token) and a per-layer kernel floor;
+  token count (the routed experts' share at ``moe_gemm_eff`` of that rate); plus element-wise ops (bytes per
+  token) and a per-layer kernel floor;
 * causal prefill attention ``4 * L * n_h * d * c * (p + c/2)`` FLOPs per chunk plus a per-token cost;
   decode attention reads each sequence's KV (``context * kv_bytes_per_token / TP``; slower when the
   batch also runs a prefill chunk) plus a per-sequence cost;
@@ -203,6 +204,7 @@ class PerfModel:
         L = m.layers
         dense_bytes, expert_bytes = self._layer_weight_bytes()
         inter = m.ffn if not m.is_moe else m.active_experts * m.expert_ffn
+        expert_active = m.active_experts * m.expert_params / m.experts if m.is_moe else 0.0  # per token per layer
         stream = e.eta_weights * g.mem_bw
         peak = e.eta_compute * g.bf16_flops
         gemm_peak = e.eta_compute * g.fp8_flops if self.weight_dtype == "fp8" and g.has_fp8 else peak
@@ -211,7 +213,8 @@ class PerfModel:
             "lin_mem": L * dense_bytes / tp / stream,
             "moe_mem": L * expert_bytes / tp / stream,
             "moe_frac": m.active_experts / m.experts if m.is_moe else 0.0,
-            "lin_per_token": 2.0 * m.active_layer_params / tp / gemm_peak,
+            "lin_per_token": 2.0 * (m.active_layer_params + (1.0 / e.moe_gemm_eff - 1.0) * L * expert_active)
+                             / tp / gemm_peak,
             "ramp_tokens": e.ramp_tokens,
             "sharpness": e.roof_sharpness,
             "elem_per_token": L * (e.elem_bytes_hidden * m.hidden + e.elem_bytes_ffn * inter / tp) / g.mem_bw,
@@ -319,6 +322,21 @@ class PerfModel:
         parts = self.breakdown(num_tokens)
         out = parts["linear"] + parts["allreduce"]
         return float(out) if np.ndim(out) == 0 else out
+
+    def moe_block_time(self, n_tokens, activated) -> np.ndarray:
+        """Seconds of one layer's routed experts for ``n_tokens`` tokens spread over ``activated`` distinct experts
+        (an MoE block profile's inputs): the smooth roofline of reading those experts' weights and of their GEMMs
+        at ``moe_gemm_eff`` of the dense rate (the terms :meth:`breakdown` folds into its ``linear`` part)."""
+        m, g, e = self.model, self.gpu, self.efficiency
+        if not m.is_moe:
+            raise ValueError(f"{m.name} has no routed experts")
+        _, expert_bytes = self._layer_weight_bytes()
+        n = np.asarray(n_tokens, dtype=float)
+        weights = expert_bytes * np.asarray(activated, dtype=float) / m.experts / self.tp / (e.eta_weights * g.mem_bw)
+        peak = e.eta_compute * (g.fp8_flops if self.weight_dtype == "fp8" and g.has_fp8 else g.bf16_flops)
+        gemm = 2.0 * m.active_experts * m.expert_params / m.experts * (n + e.ramp_tokens) / (
+            self.tp * peak * e.moe_gemm_eff)
+        return _smooth_max(weights, gemm, e.roof_sharpness)
 
     def prefill_rate(self, chunk: int = 2048) -> float:
         """Prefill tokens per second of one instance on uncached chunks of ``chunk`` tokens."""

@@ -11,6 +11,9 @@ shard for the operator profiles, and per iteration for DistServe's fitted latenc
 * ``lss-linear`` / ``lss-attention``: LLMServingSim RTX PRO 6000 (vLLM 0.19, Llama-3.1-8B, Qwen3-32B,
   TP 1) and RTX 4090 (vLLM 0.19, Llama-3.1-8B, TP 1): per-layer dense ops (two layernorm calls per layer), and
   the attention of a batch mixing one prefill chunk with ``n_decode`` sequences.
+* ``lss-moe``: LLMServingSim's whole-block MoE profile of Qwen3-30B-A3B on the RTX PRO 6000 (vLLM 0.19, TP 1,
+  ``moe.csv``): one layer's routed experts for ``n_tokens`` tokens over ``activated`` distinct experts, the
+  expert-parallel degree 1 rows (the others time one rank's share of a layer the package does not split).
 * ``distserve`` / ``distserve-vllm``: DistServe's A100 latency models for OPT-13B/66B, evaluated on
   a grid inside their fitted range (prefill of one prompt; decode of a batch at one context length).
 * ``hopper-attention``: published FlashAttention-3 kernel benchmarks on H100 and H20
@@ -31,14 +34,15 @@ import pandas as pd
 from .efficiency import perf_data_dir
 from .models import ModelSpec, get_model
 
-__all__ = ["profiles_dir", "vidur_linear", "vidur_attention", "lss_linear", "lss_attention",
+__all__ = ["profiles_dir", "vidur_linear", "vidur_attention", "lss_linear", "lss_attention", "lss_moe",
            "distserve_iterations", "all_linear", "all_attention", "hopper_attention", "hopper_attention_path",
            "kernel_shape_name", "model_spec"]
 
 _VIDUR_MODELS = {"Llama-2-7b-hf": "llama-2-7b", "Meta-Llama-3-8B": "llama-3-8b", "Meta-Llama-3-70B": "llama-3-70b"}
 _VIDUR_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm",
               "mlp_up_proj", "mlp_act", "mlp_down_proj", "add")
-_LSS_MODELS = {"meta-llama/Llama-3.1-8B": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b"}
+_LSS_MODELS = {"meta-llama/Llama-3.1-8B": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b",
+               "Qwen/Qwen3-30B-A3B-Instruct-2507": "qwen3-30b-a3b"}
 _LSS_GPUS = {"RTXPRO6000": "rtx-pro-6000", "RTX4090": "rtx-4090"}  # LLMServingSim's hardware folder -> GPU
 # calls per layer of each profiled LLMServingSim op (embedding and final_layernorm run once per model)
 _LSS_CALLS = {"qkv_proj": 1, "o_proj": 1, "gate_up_proj": 1, "down_proj": 1, "act_fn": 1,
@@ -108,6 +112,8 @@ def lss_linear() -> pd.DataFrame:
     """LLMServingSim per-layer non-attention time vs ``n_tokens`` (TP 1; RTX PRO 6000 and RTX 4090)."""
     frames = []
     for gpu, model, folder in _lss_dirs():
+        if not (folder / "dense.csv").is_file():
+            continue
         raw = pd.read_csv(folder / "dense.csv")
         raw = raw[raw["layer"].isin(list(_LSS_CALLS))]
         per_layer = (raw["time_us"] * raw["layer"].map(_LSS_CALLS)).groupby(raw["tokens"]).sum()
@@ -117,11 +123,28 @@ def lss_linear() -> pd.DataFrame:
 
 
 @lru_cache(maxsize=None)
+def lss_moe() -> pd.DataFrame:
+    """LLMServingSim whole-block MoE time vs ``n_tokens`` and ``activated`` experts (TP 1, expert parallelism 1)."""
+    frames = []
+    for gpu, model, folder in _lss_dirs():
+        if (folder / "moe.csv").is_file():
+            raw = pd.read_csv(folder / "moe.csv")
+            raw = raw[raw["ep"] == 1]
+            frames.append(pd.DataFrame({"dataset": "lss-moe", "gpu": gpu, "model": model, "tp": 1,
+                                        "n_tokens": raw["tokens"].to_numpy(int),
+                                        "activated": raw["activated_experts"].to_numpy(int),
+                                        "measured_s": raw["time_us"].to_numpy(float) * 1e-6}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@lru_cache(maxsize=None)
 def lss_attention() -> pd.DataFrame:
     """LLMServingSim attention grid: one prefill chunk plus ``n_decode`` sequences (TP 1; RTX PRO 6000 and
     RTX 4090)."""
     frames = []
     for gpu, model, folder in _lss_dirs():
+        if not (folder / "attention.csv").is_file():
+            continue
         raw = pd.read_csv(folder / "attention.csv")
         raw = raw[(raw["prefill_chunk"] > 0) | (raw["n_decode"] > 0)]
         frames.append(_timing_frame("lss-attention", gpu, model, 1, raw["prefill_chunk"],

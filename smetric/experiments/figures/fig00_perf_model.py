@@ -40,12 +40,15 @@ def claims(df: pd.DataFrame) -> list[dict]:
 
 
 def findings(df: pd.DataFrame) -> str:
-    """Worst linear-layer MAPE, attention MAPE per grid and DistServe iteration MAPE against their targets."""
+    """Worst linear-layer MAPE, MoE-block MAPE, attention MAPE per grid and DistServe iteration MAPE against their
+    targets."""
     mape = perf_mape(df)
     lin = mape[mape["dataset"].isin(["vidur-linear", "lss-linear"])]
     att = mape[mape["dataset"].isin(["vidur-attention", "lss-attention"])]
     lines = [f"{'claim':50s} {'target':>8s} {'reproduced':>11s}",
              f"{'linear layers, worst (GPU, model, TP) MAPE':50s} {'<=10%':>8s} {lin['mape_pct'].max():10.1f}%"]
+    for _, row in mape[mape["dataset"] == "lss-moe"].iterrows():
+        lines.append(f"{'MoE block ' + row['gpu'] + ' ' + row['model']:50s} {'-':>8s} {row['mape_pct']:10.1f}%")
     for _, row in att.iterrows():
         lines.append(f"{'attention ' + row['dataset'] + ' ' + row['model']:50s} {'<=15%':>8s} {row['mape_pct']:10.1f}%")
     for name in ["distserve", "distserve-vllm"]:
