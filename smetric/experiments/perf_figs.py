@@ -12,7 +12,8 @@ from ..plotting import set_style
 
 __all__ = ["perf_validation", "perf_mape", "plot_perf_validation"]
 
-_DATASET_ORDER = ["vidur-linear", "lss-linear", "lss-moe", "vidur-attention", "lss-attention", "distserve", "distserve-vllm"]
+_DATASET_ORDER = ["vidur-linear", "lss-linear", "lss-moe", "vidur-attention", "lss-attention", "distserve",
+                  "distserve-vllm"]
 
 
 def _scored(frame: pd.DataFrame, efficiencies) -> pd.DataFrame:
