@@ -213,6 +213,7 @@ class PerfModel:
             "lin_mem": L * dense_bytes / tp / stream,
             "moe_mem": L * expert_bytes / tp / stream,
             "moe_frac": m.active_experts / m.experts if m.is_moe else 0.0,
+            "moe_per_token": 2.0 * expert_active / tp / (gemm_peak * e.moe_gemm_eff),  # one layer's experts
             "lin_per_token": 2.0 * (m.active_layer_params + (1.0 / e.moe_gemm_eff - 1.0) * L * expert_active)
                              / tp / gemm_peak,
             "ramp_tokens": e.ramp_tokens,
@@ -327,16 +328,12 @@ class PerfModel:
         """Seconds of one layer's routed experts for ``n_tokens`` tokens spread over ``activated`` distinct experts
         (an MoE block profile's inputs): the smooth roofline of reading those experts' weights and of their GEMMs
         at ``moe_gemm_eff`` of the dense rate (the terms :meth:`breakdown` folds into its ``linear`` part)."""
-        m, g, e = self.model, self.gpu, self.efficiency
+        m, t = self.model, self._terms
         if not m.is_moe:
             raise ValueError(f"{m.name} has no routed experts")
-        _, expert_bytes = self._layer_weight_bytes()
-        n = np.asarray(n_tokens, dtype=float)
-        weights = expert_bytes * np.asarray(activated, dtype=float) / m.experts / self.tp / (e.eta_weights * g.mem_bw)
-        peak = e.eta_compute * (g.fp8_flops if self.weight_dtype == "fp8" and g.has_fp8 else g.bf16_flops)
-        gemm = 2.0 * m.active_experts * m.expert_params / m.experts * (n + e.ramp_tokens) / (
-            self.tp * peak * e.moe_gemm_eff)
-        return _smooth_max(weights, gemm, e.roof_sharpness)
+        weights = t["moe_mem"] / m.layers * np.asarray(activated, dtype=float) / m.experts
+        gemm = t["moe_per_token"] * (np.asarray(n_tokens, dtype=float) + t["ramp_tokens"])
+        return _smooth_max(weights, gemm, t["sharpness"])
 
     def prefill_rate(self, chunk: int = 2048) -> float:
         """Prefill tokens per second of one instance on uncached chunks of ``chunk`` tokens."""

@@ -98,23 +98,21 @@ def vidur_attention() -> pd.DataFrame:
     ], ignore_index=True)
 
 
-def _lss_dirs():
-    """``(gpu, model, folder)`` of every LLMServingSim TP-1 profile present."""
+def _lss_tables(name: str):
+    """``(gpu, model, path)`` of every LLMServingSim TP-1 profile table ``name`` present."""
     for hardware, gpu in _LSS_GPUS.items():
         for hf_name, model in _LSS_MODELS.items():
-            folder = profiles_dir() / "llmservingsim" / hardware / hf_name / "bf16" / "tp1"
-            if folder.is_dir():
-                yield gpu, model, folder
+            path = profiles_dir() / "llmservingsim" / hardware / hf_name / "bf16" / "tp1" / name
+            if path.is_file():
+                yield gpu, model, path
 
 
 @lru_cache(maxsize=None)
 def lss_linear() -> pd.DataFrame:
     """LLMServingSim per-layer non-attention time vs ``n_tokens`` (TP 1; RTX PRO 6000 and RTX 4090)."""
     frames = []
-    for gpu, model, folder in _lss_dirs():
-        if not (folder / "dense.csv").is_file():
-            continue
-        raw = pd.read_csv(folder / "dense.csv")
+    for gpu, model, path in _lss_tables("dense.csv"):
+        raw = pd.read_csv(path)
         raw = raw[raw["layer"].isin(list(_LSS_CALLS))]
         per_layer = (raw["time_us"] * raw["layer"].map(_LSS_CALLS)).groupby(raw["tokens"]).sum()
         frames.append(pd.DataFrame({"dataset": "lss-linear", "gpu": gpu, "model": model, "tp": 1,
@@ -126,14 +124,13 @@ def lss_linear() -> pd.DataFrame:
 def lss_moe() -> pd.DataFrame:
     """LLMServingSim whole-block MoE time vs ``n_tokens`` and ``activated`` experts (TP 1, expert parallelism 1)."""
     frames = []
-    for gpu, model, folder in _lss_dirs():
-        if (folder / "moe.csv").is_file():
-            raw = pd.read_csv(folder / "moe.csv")
-            raw = raw[raw["ep"] == 1]
-            frames.append(pd.DataFrame({"dataset": "lss-moe", "gpu": gpu, "model": model, "tp": 1,
-                                        "n_tokens": raw["tokens"].to_numpy(int),
-                                        "activated": raw["activated_experts"].to_numpy(int),
-                                        "measured_s": raw["time_us"].to_numpy(float) * 1e-6}))
+    for gpu, model, path in _lss_tables("moe.csv"):
+        raw = pd.read_csv(path)
+        raw = raw[raw["ep"] == 1]
+        frames.append(pd.DataFrame({"dataset": "lss-moe", "gpu": gpu, "model": model, "tp": 1,
+                                    "n_tokens": raw["tokens"].to_numpy(int),
+                                    "activated": raw["activated_experts"].to_numpy(int),
+                                    "measured_s": raw["time_us"].to_numpy(float) * 1e-6}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -142,10 +139,8 @@ def lss_attention() -> pd.DataFrame:
     """LLMServingSim attention grid: one prefill chunk plus ``n_decode`` sequences (TP 1; RTX PRO 6000 and
     RTX 4090)."""
     frames = []
-    for gpu, model, folder in _lss_dirs():
-        if not (folder / "attention.csv").is_file():
-            continue
-        raw = pd.read_csv(folder / "attention.csv")
+    for gpu, model, path in _lss_tables("attention.csv"):
+        raw = pd.read_csv(path)
         raw = raw[(raw["prefill_chunk"] > 0) | (raw["n_decode"] > 0)]
         frames.append(_timing_frame("lss-attention", gpu, model, 1, raw["prefill_chunk"],
                                        raw["kv_prefill"], raw["n_decode"], raw["n_decode"] * raw["kv_decode"],
