@@ -19,10 +19,12 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# Execute every figure notebook (full size) into figures/ and the committed notebooks, then rewrite the README's
-# and docs/'s generated tables from that record.
+# Execute every figure notebook (full size) into figures/ and the committed notebooks, replay the declared
+# what-ifs (data/whatifs/) into figures/whatifs*.csv, then rewrite the README's and docs/'s generated tables
+# from that record.
 figures: $(STAMP)
 	$(VENV)/bin/smetric reproduce
+	$(VENV)/bin/smetric whatif --write --jobs 2 > /dev/null
 	$(VENV)/bin/python -m smetric.docs_pages
 
 lint: $(STAMP)

@@ -186,6 +186,15 @@ def misses() -> str:
         f"Modelled: {r.modelled}." for r in frame.itertuples()) + "\n"
 
 
+def whatifs() -> str:
+    """Each declared what-if with its targets and shown metrics (``figures/whatifs.csv``,
+    ``figures/whatifs_targets.csv``; the questions from ``data/whatifs/whatifs.yaml``)."""
+    from .realcluster.whatifs import load_whatifs, whatif_lines
+
+    return whatif_lines(load_whatifs(), pd.read_csv(_record() / "whatifs.csv"),
+                        pd.read_csv(_record() / "whatifs_targets.csv"))
+
+
 # ------------------------------------------------------------------------------------------------ model
 def serving_stack() -> str:
     """The serving-stack rows with every parameter's value and source (``data/perf/serving_stack.json``)."""
@@ -370,6 +379,7 @@ BLOCKS = (
     Block("docs/validation.md", "validation", "figures/fig16_real_clusters.csv", validation_tables),
     Block("docs/validation.md", "recorded", "figures/fig16_real_clusters_recorded.csv", recorded),
     Block("docs/validation.md", "misses", "data/validation/misses.csv", misses),
+    Block("docs/validation.md", "whatifs", "figures/whatifs.csv", whatifs),
     Block("docs/model.md", "serving-stack", "data/perf/serving_stack.json", serving_stack),
     Block("docs/model.md", "testbeds", "smetric.testbeds", testbeds),
     Block("docs/model.md", "kv-path", "data/perf/kv_path.json", kv_path),

@@ -1,4 +1,4 @@
-"""The ``smetric`` command line: reproduce, simulate, validate, calibrate, policies, characterize, synth, perf.
+"""The ``smetric`` command line: reproduce, simulate, validate, whatif, calibrate, policies, characterize, synth, perf.
 
 Each subcommand has a module of this package (``register_<name>`` adds its arguments, ``run_<name>`` runs it;
 ``characterize`` and ``synth`` share :mod:`smetric.cli.workload`, ``calibrate`` lives with the fit in
@@ -24,6 +24,7 @@ _COMMANDS = {
     "policies": ("smetric.cli.policies", "list the routing policies and their parameters"),
     "simulate": ("smetric.cli.simulate", "replay a trace on a simulated cluster with a routing policy"),
     "validate": ("smetric.cli.validate", "replay published real-cluster runs, score the errors"),
+    "whatif": ("smetric.cli.whatif", "replay published runs with one thing changed (data/whatifs/whatifs.yaml)"),
     "calibrate": ("smetric.realcluster.calibrate",
                   "fit the parameters without a public source on the training runs (data/calibration/)"),
 }

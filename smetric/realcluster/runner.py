@@ -200,14 +200,11 @@ def predict(spec: ExperimentSpec, *, quick: bool = False, cache: dict | None = N
                     .mean(skipna=False).items()} for label in spec.routers}
 
 
-def _predict_chunk(cases: list[tuple[str, object]], quick: bool) -> list:
-    """A worker's share of :func:`predict_cases`: ``(spec path, engine)`` pairs, one replay cache (each spec read
-    once, however many engines it runs under)."""
-    from .spec import load_spec
-
+def _predict_chunk(cases: list[tuple[ExperimentSpec, object]], quick: bool) -> list:
+    """A worker's share of :func:`predict_cases`: ``(spec, engine)`` pairs (the specs as checked, changed ones
+    included), one replay cache."""
     cache: dict = {}
-    specs = {path: load_spec(path) for path, _ in cases}
-    return [predict(specs[path], quick=quick, cache=cache, engine=engine) for path, engine in cases]
+    return [predict(spec, quick=quick, cache=cache, engine=engine) for spec, engine in cases]
 
 
 def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool = False, jobs: int = 1,
@@ -234,7 +231,7 @@ def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool
     chunks = [c for c in chunks if c]
     out: list = [None] * len(cases)
     with ProcessPoolExecutor(jobs) as pool:
-        parts = pool.map(_predict_chunk, [[(cases[i][0].path, cases[i][1]) for i in c] for c in chunks],
+        parts = pool.map(_predict_chunk, [[cases[i] for i in c] for c in chunks],
                          [quick] * len(chunks))
         for chunk, part in tqdm(zip(chunks, parts), total=len(chunks), desc="validate", unit="worker",
                                 disable=not progress):

@@ -61,7 +61,7 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["SpecError", "ExperimentSpec", "load_spec", "load_specs", "spec_paths", "METRICS", "HARNESSES",
+__all__ = ["SpecError", "ExperimentSpec", "read_yaml", "load_spec", "load_specs", "spec_paths", "METRICS", "HARNESSES",
            "ENGINE_BEHAVIOURS", "TOP_LEVEL_KEYS"]
 
 TOP_LEVEL_KEYS = ("name", "source", "cluster", "workload", "load", "routers", "measured")
@@ -451,16 +451,20 @@ def check_spec(raw, path="<memory>") -> ExperimentSpec:
     return ExperimentSpec(path=str(path), **{k: raw[k] for k in TOP_LEVEL_KEYS})
 
 
-def load_spec(path) -> ExperimentSpec:
-    """Read and check one YAML spec file."""
+def read_yaml(path, what: str = "spec"):
+    """The loaded YAML document of ``path``, or :class:`SpecError` in one line (no such ``what`` file, not YAML)."""
     path = Path(path)
     if not path.is_file():
-        raise SpecError(f"{path}: no such spec file")
+        raise SpecError(f"{path}: no such {what} file")
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: <document>: not valid YAML ({exc})") from None
-    return check_spec(raw, path)
+        raise SpecError(f"{path}: <document>: not valid YAML ({' '.join(str(exc).split())})") from None
+
+
+def load_spec(path) -> ExperimentSpec:
+    """Read and check one YAML spec file."""
+    return check_spec(read_yaml(path), path)
 
 
 def spec_paths(data_dir=None) -> list[Path]:
