@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace as dataclasses_replace
 
 import numpy as np
 import pytest
@@ -153,3 +154,39 @@ def test_precision_and_attention_calibration_reach_the_hardware_spec():
 def test_bad_precision_or_calibration_fails(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ClusterConfig(model="qwen3-30b-a3b", gpu="h20", **kwargs)
+
+
+def test_efficiency_overrides_reach_only_the_named_rates():
+    """A what-if's efficiency override: a slower expert GEMM slows an MoE model's prefill and leaves a dense model,
+    the KV capacity and every other coefficient alone; the calibrated value itself changes nothing."""
+    from smetric.hardware.efficiency import efficiency_for
+
+    moe = ClusterConfig(model="qwen3-30b-a3b", gpu="h100")
+    slow = dataclasses_replace(moe, efficiency_overrides=(("moe_gemm_eff", 0.5),))
+    hw, hws = moe.hardware_spec(), slow.hardware_spec()
+    assert hws.prefill_rate < hw.prefill_rate and hws.kv_capacity_tokens == hw.kv_capacity_tokens
+    changed = {i for i, (a, b) in enumerate(zip(hw.coefficients, hws.coefficients)) if a != b}
+    assert changed == {kernel.C_LIN_PER_TOKEN}
+    same = dataclasses_replace(moe, efficiency_overrides=(("moe_gemm_eff", efficiency_for("h100").moe_gemm_eff),))
+    assert same.hardware_spec() == hw
+    dense = ClusterConfig(model="llama-3-8b", gpu="h100")
+    assert dataclasses_replace(dense, efficiency_overrides=(("moe_gemm_eff", 0.5),)).hardware_spec() == \
+        dense.hardware_spec()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ((("eta_speed", 0.5),), "unknown field 'eta_speed'"),
+    ((("eta_compute", 1.5),), r"eta_compute must be in \(0, 1\]"),
+    ((("eta_compute", float("nan")),), "eta_compute must be a finite number"),
+    ((("source", 1.0),), "unknown field 'source'"),
+    ({"eta_compute": 0.5}, "must be a tuple of"),
+])
+def test_bad_efficiency_overrides_fail(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        ClusterConfig(model="llama-3-8b", gpu="h100", efficiency_overrides=overrides)
+
+
+def test_efficiency_overrides_need_the_performance_model():
+    with pytest.raises(ValueError, match="not to an explicit hardware spec"):
+        ClusterConfig(model="llama-3-8b", gpu="h100", hardware=HardwareSpec.example(),
+                      efficiency_overrides=(("eta_compute", 0.5),))

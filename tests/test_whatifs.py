@@ -77,6 +77,9 @@ def test_bad_declarations_name_file_and_key(tmp_path, text, message):
     ("    set: {cluster.tp.x: 1}\n", "set.cluster.tp.x: cluster.tp is not a mapping of the spec"),
     ("    set: {cluster.max_num_batched_tokens: lots}\n", "cluster.max_num_batched_tokens: must be an integer"),
     ("    routers: [nobody]\n", "routers: 'nobody' is not a router of this spec"),
+    ("    set: {cluster.efficiency: {eta_speed: 0.5}}\n", "cluster.efficiency: unknown field 'eta_speed'"),
+    ("    set: {cluster.efficiency: {moe_gemm_eff: 2}}\n", "cluster.efficiency: Efficiency.moe_gemm_eff must be in"),
+    ("    set: {cluster.efficiency: 0.5}\n", "cluster.efficiency: must map efficiency fields to numbers"),
 ])
 def test_a_change_that_breaks_the_spec_fails_before_anything_runs(tmp_path, extra, message):
     with pytest.raises(SpecError) as err:

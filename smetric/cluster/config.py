@@ -53,6 +53,21 @@ def _positive(name: str, value, allow_inf: bool = False) -> None:
     _require(ok, f"{name} must be a positive{'' if allow_inf else ' finite'} number, got {value!r}")
 
 
+def check_efficiency_overrides(overrides) -> None:
+    """``(field, value)`` pairs of :class:`~smetric.hardware.efficiency.Efficiency`'s numeric fields, each value in
+    that field's range (checked on the nominal table)."""
+    from ..hardware.efficiency import Efficiency
+
+    numeric = [f.name for f in dataclasses.fields(Efficiency) if f.name != "source"]
+    ok = isinstance(overrides, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in overrides)
+    _require(ok, f"efficiency_overrides must be a tuple of (field, value) pairs, got {overrides!r}")
+    for name, value in overrides:
+        _require(name in numeric, f"efficiency_overrides: unknown field {name!r}; known: {', '.join(numeric)}")
+        _require(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+                 f"efficiency_overrides: {name} must be a finite number, got {value!r}")
+    dataclasses.replace(Efficiency(), **dict(overrides))  # each field's own range
+
+
 def _non_negative(name: str, value) -> None:
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
     _require(ok and math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0, got {value!r}")
@@ -183,17 +198,25 @@ class HardwareSpec:
     @classmethod
     def from_perfmodel(cls, model: str, gpu: str, tp: int, gpu_mem_util: float, max_batched_tokens: int, *,
                        weight_dtype: str = "bf16", kv_dtype: str = "bf16", attention: str = "fa3",
-                       iteration_overhead_s: float | None = None) -> "HardwareSpec":
+                       iteration_overhead_s: float | None = None,
+                       efficiency_overrides: tuple[tuple[str, float], ...] = ()) -> "HardwareSpec":
         """The spec of ``model`` on ``tp`` x ``gpu`` from :class:`smetric.hardware.PerfModel`
         (``max_batched_tokens`` sizes its activation reserve; the precisions and the Hopper attention
         calibration are PerfModel's ``weight_dtype``, ``kv_dtype`` and ``attention``). The KV capacity is a real
         engine's where ``data/perf/kv_capacity.json`` has this setting, else PerfModel's estimate.
-        ``iteration_overhead_s`` replaces the efficiency table's per-iteration CPU time (None = keep it)."""
+        ``iteration_overhead_s`` replaces the efficiency table's per-iteration CPU time (None = keep it);
+        ``efficiency_overrides`` replaces fields of the GPU's efficiency table (``(field, value)`` pairs)."""
         from ..hardware import PerfModel  # the performance model lives in its own package
+        from ..hardware.efficiency import efficiency_for
         from ..hardware.measured_kv import measured_kv_tokens
 
-        pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
-                       kv_dtype=kv_dtype, attention=attention)
+        if efficiency_overrides:
+            eff = dataclasses.replace(efficiency_for(gpu, attention=attention), **dict(efficiency_overrides))
+            pm = PerfModel(model, gpu, tp, efficiency=eff, max_batched_tokens=max_batched_tokens,
+                           weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+        else:
+            pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
+                           kv_dtype=kv_dtype, attention=attention)
         kv_tokens = measured_kv_tokens(model, gpu, tp, gpu_mem_util, kv_dtype) or pm.kv_capacity_tokens(gpu_mem_util)
         coef = np.asarray(pm.coefficients(), dtype=np.float64)
         rate = float(pm.prefill_rate())
@@ -278,6 +301,9 @@ class ClusterConfig:
             spec, not to an explicit ``hardware`` spec (whose coefficients are the whole iteration).
         kv_capacity_tokens: HBM KV tokens per instance as a real engine reported them (vLLM's log); None = the
             hardware spec's (measured table or the performance model's estimate).
+        efficiency_overrides: ``(field, value)`` pairs replacing fields of the GPU's efficiency table
+            (:class:`~smetric.hardware.efficiency.Efficiency`) in the performance model's spec: what-if studies
+            (e.g. a slower GEMM rate), never a default.
         patience: sessions' patience (:class:`~smetric.cluster.abandonment.Patience` or its text form,
             e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see
             ``docs/engine.md``, "Abandonment"); None (the default) = nobody abandons.
@@ -318,6 +344,7 @@ class ClusterConfig:
     patience: Patience | None = None
     engine: ServingStack = ServingStack()
     kv_capacity_tokens: int | None = None
+    efficiency_overrides: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -388,6 +415,9 @@ class ClusterConfig:
             _require((self.weight_dtype, self.kv_dtype, self.attention_calibration) == ("bf16", "bf16", "fa3"),
                      "weight_dtype, kv_dtype and attention_calibration select the performance model; "
                      "they cannot apply to an explicit hardware spec")
+        check_efficiency_overrides(self.efficiency_overrides)
+        _require(not (self.efficiency_overrides and self.hardware is not None),
+                 "efficiency_overrides apply to the performance model's spec, not to an explicit hardware spec")
         for name in ("prefill_first", "chunked_prefill"):
             value = getattr(self, name)
             _require(isinstance(value, bool), f"{name} must be True or False, got {value!r}")
@@ -433,7 +463,8 @@ class ClusterConfig:
             spec = HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util,
                                                self.max_batched_tokens, weight_dtype=self.weight_dtype,
                                                kv_dtype=self.kv_dtype, attention=self.attention_calibration,
-                                               iteration_overhead_s=self.engine.iteration_overhead_s)
+                                               iteration_overhead_s=self.engine.iteration_overhead_s,
+                                               efficiency_overrides=self.efficiency_overrides)
         if self.kv_capacity_tokens is not None:
             spec = dataclasses.replace(spec, kv_capacity_tokens=self.kv_capacity_tokens)
         return spec

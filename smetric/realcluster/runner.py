@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..workload.harness import harness_workload
 from .metrics import harness_metrics, recorded_request_summary, recorded_request_table
-from .spec import ExperimentSpec
+from .spec import ExperimentSpec, efficiency_overrides
 
 __all__ = ["QUICK_SCALE", "cluster_for", "replay_router", "run_metrics", "seed_summary", "predict", "predict_cases",
            "predict_all", "recorded_request_errors"]
@@ -79,7 +79,8 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
                          dram_gb=float(c["cpu_offload"] or 0.0), dram_policy=c.get("dram_policy", "spill"),
                          replay="closed" if closed else "open",
                          weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"],
-                         kv_capacity_tokens=None if c["kv_tokens"] is None else int(c["kv_tokens"]), **extra)
+                         kv_capacity_tokens=None if c["kv_tokens"] is None else int(c["kv_tokens"]),
+                         efficiency_overrides=efficiency_overrides(c), **extra)
 
 
 def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed: int | None = None,

@@ -18,7 +18,9 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
   selects the family's behaviours of :data:`ENGINE_BEHAVIOURS` and the serving-stack row of that version; fields of
   the row may be replaced where the harness says so (``vllm-0.19.0:api_server_s=0,...``: timestamps taken inside
   the engine see no time outside it). Optional: ``chunked_prefill`` (default true; false = vLLM V0's scheduler
-  without chunked prefill: prompts run whole and an iteration with a prompt runs no decodes).
+  without chunked prefill: prompts run whole and an iteration with a prompt runs no decodes); ``efficiency``
+  (a mapping of :class:`~smetric.hardware.efficiency.Efficiency` fields to values replacing the GPU's calibrated
+  ones: what-if studies only, ``data/whatifs/``).
 * ``workload.kind``: a generator of :mod:`smetric.workload.harness` (params in the harness's own names);
   ``recorded-requests`` replays a recorded run (``params: {bundle: FOLDER}``, relative to ``data/validation``;
   :mod:`smetric.workload.recorded`) with ``load.arrival: recorded`` and one stage ``[{requests: n}]``.
@@ -68,8 +70,9 @@ TOP_LEVEL_KEYS = ("name", "source", "cluster", "workload", "load", "routers", "m
 CLUSTER_KEYS = ("model", "gpu", "tp", "instances", "kv_tokens", "max_num_batched_tokens", "max_num_seqs",
                 "block_size", "weight_dtype", "kv_dtype", "cpu_offload", "gpu_memory_utilization", "engine")
 #: Optional cluster keys (``chunked_prefill``: false = vLLM V0's scheduler without chunked prefill, whole prompts
-#: apart from the decodes; default true).
-OPTIONAL_CLUSTER_KEYS = ("chunked_prefill",)
+#: apart from the decodes; default true. ``efficiency``: fields of the GPU's efficiency table replaced, for
+#: what-if studies; no published spec sets it).
+OPTIONAL_CLUSTER_KEYS = ("chunked_prefill", "efficiency")
 #: Published metrics (units in the name).
 METRICS = ("output_tps", "total_tps", "request_tps", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
            "e2e_mean_s", "e2e_p90_s", "e2e_p99_s", "itl_mean_s", "tpot_mean_s", "hit_ratio", "success_ratio",
@@ -208,6 +211,14 @@ class ExperimentSpec:
         return {**ENGINE_BEHAVIOURS.get(family, {}), "engine": row}
 
 
+def efficiency_overrides(cluster: Mapping) -> tuple[tuple[str, float], ...]:
+    """The ``cluster.efficiency`` mapping as :class:`~smetric.cluster.ClusterConfig`'s ``efficiency_overrides``."""
+    table = cluster.get("efficiency") or {}
+    if not isinstance(table, Mapping):
+        raise ValueError(f"must map efficiency fields to numbers, got {table!r}")
+    return tuple(sorted((str(k), v) for k, v in table.items()))
+
+
 def _check_cluster(path, cluster: Mapping) -> None:
     from ..hardware import get_gpu, get_model
     from ..hardware.perfmodel import DTYPES
@@ -216,6 +227,13 @@ def _check_cluster(path, cluster: Mapping) -> None:
     _known(path, cluster, "cluster", CLUSTER_KEYS + OPTIONAL_CLUSTER_KEYS)
     if not isinstance(cluster.get("chunked_prefill", True), bool):
         _fail(path, "cluster.chunked_prefill", f"must be true or false, got {cluster['chunked_prefill']!r}")
+    if "efficiency" in cluster:
+        from ..cluster.config import check_efficiency_overrides
+
+        try:
+            check_efficiency_overrides(efficiency_overrides(cluster))
+        except (ValueError, TypeError) as exc:
+            _fail(path, "cluster.efficiency", str(exc).removeprefix("efficiency_overrides: "))
     for key, getter in (("model", get_model), ("gpu", get_gpu)):
         try:
             getter(cluster[key])

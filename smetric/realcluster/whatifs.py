@@ -207,8 +207,8 @@ def whatif_lines(whatifs: Sequence[WhatIf], errors: pd.DataFrame, targets: pd.Da
                    + ("; ".join(changes) if changes else "as specified") + ".")
         mine = targets[targets["whatif"] == w.name]
         if len(mine):
-            out.append("Targets: " + "; ".join(f"{r.target} {r.value:.3g} ({r.verdict})" for r in mine.itertuples())
-                       + ".")
+            out.append("Targets: " + "; ".join(f"{r.target} {r.value:.3g} ({r.verdict}: {r.detail})"
+                                               for r in mine.itertuples()) + ".")
         rows = errors[(errors["whatif"] == w.name) & errors["metric"].isin(w.show)]
         if w.routers:
             rows = rows[rows["router"].isin(w.routers) | (rows["router"] == rows["baseline"])]
@@ -224,6 +224,7 @@ def whatif_lines(whatifs: Sequence[WhatIf], errors: pd.DataFrame, targets: pd.Da
         else:
             med = rows.groupby("metric")["rel_error"].apply(lambda s: s.abs().median())
             out.append("Median |error| over " + f"{len(wide)} experiment-router rows: "
-                       + "; ".join(f"{m} {med.get(m, np.nan):.1%}" for m in w.show) + ".")
+                       + "; ".join(f"{m} " + ("n/a" if med.get(m, np.nan) != med.get(m, np.nan) else f"{med[m]:.1%}")
+                                   for m in w.show) + ".")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
