@@ -153,10 +153,10 @@ def changed_spec(spec: ExperimentSpec, whatif: WhatIf) -> ExperimentSpec:
     return check_spec(raw, where)
 
 
-def whatif_cases(whatifs: Sequence[WhatIf], data_dir=None) -> list[tuple[WhatIf, ExperimentSpec]]:
+def whatif_cases(whatifs: Sequence[WhatIf]) -> list[tuple[WhatIf, ExperimentSpec]]:
     """``(what-if, changed spec)`` for every what-if and every validation spec its patterns match (each pattern
     must match at least one spec name)."""
-    specs = [load_spec(p) for p in spec_paths(data_dir)]
+    specs = [load_spec(p) for p in spec_paths()]
     cases = []
     for whatif in whatifs:
         for pattern in whatif.specs:
@@ -210,8 +210,6 @@ def whatif_lines(whatifs: Sequence[WhatIf], errors: pd.DataFrame, targets: pd.Da
             out.append("Targets: " + "; ".join(f"{r.target} {r.value:.3g} ({r.verdict}: {r.detail})"
                                                for r in mine.itertuples()) + ".")
         rows = errors[(errors["whatif"] == w.name) & errors["metric"].isin(w.show)]
-        if w.routers:
-            rows = rows[rows["router"].isin(w.routers) | (rows["router"] == rows["baseline"])]
         wide = rows.pivot_table(index=["experiment", "router"], columns="metric", values=["predicted", "measured"],
                                 aggfunc="first", sort=False)
         if len(wide) <= TABLE_ROWS:
