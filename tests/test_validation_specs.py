@@ -15,7 +15,7 @@ from spec_support import SMALL
 from smetric.cli import main
 from smetric.realcluster import scoring
 from smetric.realcluster.metrics import harness_metrics
-from smetric.realcluster.runner import replay_router
+from smetric.realcluster.runner import replay_router, run_metrics
 from smetric.realcluster.spec import METRICS, SpecError, check_spec, load_spec, load_specs, spec_paths
 
 SHIPPED = spec_paths()
@@ -119,6 +119,27 @@ def test_drained_stages_start_after_the_previous_stage_finished():
     end0 = rq.loc[rq["stage"] == 0, "finish"].max()
     assert rq.loc[rq["stage"] == 1, "arrival"].min() >= end0 + 1.0 - 1e-9
     assert (rq["status"] == "completed").all()
+
+
+def test_a_stage_replayed_alone_equals_the_same_stage_of_the_whole_ladder():
+    """A spec measuring an early stage of a drained ladder replays only up to it, and gets exactly the numbers the
+    whole ladder gives that stage (later stages cannot change it); a shared cache serves the shorter spec from
+    the longer replay, in either order."""
+    doc = copy.deepcopy(SMALL)
+    doc["load"]["stages"].append({"rate": 6, "duration": 2})
+    whole = check_spec(copy.deepcopy(doc))
+    doc["load"]["measured_stages"] = [1]
+    early = check_spec(doc)
+    short, full = replay_router(early, "vllm", upto=1), replay_router(whole, "vllm")
+    assert set(short["stage"]) == {0, 1} and set(full["stage"]) == {0, 1, 2}
+    pd.testing.assert_frame_equal(short.reset_index(drop=True),
+                                  full[full["stage"] <= 1].reset_index(drop=True))
+    alone = run_metrics(early, "vllm")
+    for order in ((whole, early), (early, whole)):
+        cache: dict = {}
+        got = {id(spec): run_metrics(spec, "vllm", cache=cache) for spec in order}
+        pd.testing.assert_frame_equal(got[id(early)], alone)
+        assert [held[0] for held in cache.values()] == [2]  # one replay held: the whole ladder's
 
 
 def _requests(**cols):

@@ -5,7 +5,8 @@ use the spec's seed too). Drained stage ladders (inference-perf: a stage is sent
 harness sleeps ``interval_s``, then the next stage starts; queues never carry over, the prefix cache does) are
 replayed exactly: stage ``k``'s start is the simulated finish of stage ``k - 1`` plus the interval, found by
 simulating stages ``0..k-1`` first (later arrivals cannot change earlier requests, so the prefix run is exact).
-Replays are memoised within a run, so specs that measure different stages of one ladder share its simulations.
+A spec replays a ladder only up to its last measured stage; replays are memoised within a run (the longest
+first), so specs that measure different stages of one ladder share its simulations.
 
 Quick mode (``quick=True``, the tests' mode) scales every stage's duration and request count by
 :data:`QUICK_SCALE` and runs only the first trace seed of ``load.seeds``: same code paths, smaller runs, numbers
@@ -84,10 +85,11 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
 
 
 def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed: int | None = None,
-                  engine=None) -> pd.DataFrame:
+                  engine=None, upto: int | None = None) -> pd.DataFrame:
     """The simulated requests of router ``label`` (SimResult columns plus ``stage``), every stage; ``seed``: the
     run's trace seed (default ``workload.seed``); ``engine``: a serving-stack row instead of the spec's
-    (:func:`cluster_for`)."""
+    (:func:`cluster_for`); ``upto``: a drained ladder replays only its stages ``0..upto`` (the later ones cannot
+    change them)."""
     from ..cluster.simulate import simulate
 
     load = _scaled_load(spec.load, QUICK_SCALE if quick else 1.0)
@@ -102,18 +104,19 @@ def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed
                           policy_params, seed=seed)
         return result.requests.assign(stage=hw.stage)
     n_stages = len(load["stages"])
+    last = n_stages - 1 if upto is None else min(int(upto), n_stages - 1)
     apart = _APART * np.arange(n_stages)  # stages far apart: no stage's sends can run into the next one's
     hw = harness_workload(kind, params, stages, seed, stage_starts=list(apart))
     cluster = cluster_for(spec, label, closed=hw.closed, engine=engine)
     interval = float(spec.load.get("interval_s", 1.0))
     starts = np.zeros(n_stages)
-    for k in range(n_stages):
+    for k in range(last + 1):
         rows = int(np.searchsorted(hw.stage, k, side="right"))
         head = hw.workload.head(rows)
         arrival = head.arrival + (starts - apart)[hw.stage[:rows]]
         result = simulate(dataclasses.replace(head, arrival=arrival), cluster, policy, policy_params, seed=seed)
         requests = result.requests.assign(stage=hw.stage[:rows])
-        if k + 1 < n_stages:
+        if k < last:
             mine = requests[requests["stage"] == k]
             end = float(mine["finish"].fillna(mine["arrival"]).max()) if len(mine) else starts[k]
             starts[k + 1] = end + interval
@@ -168,14 +171,17 @@ def _run_summary(spec: ExperimentSpec, requests: pd.DataFrame) -> dict[str, floa
 def run_metrics(spec: ExperimentSpec, label: str, *, quick: bool = False, cache: dict | None = None,
                 engine=None) -> pd.DataFrame:
     """Router ``label``'s metrics per independent run: one row per trace seed (:meth:`ExperimentSpec.run_seeds`,
-    the index), one column per metric. Replays are memoised in ``cache``."""
+    the index), one column per metric. Replays are memoised in ``cache`` (a drained ladder up to its last measured
+    stage; a longer replay of the same ladder serves a shorter one)."""
     cache = {} if cache is None else cache
+    upto = max(spec.measured_stages) if spec.drain else None
     rows = {}
     for seed in spec.run_seeds(quick):
         key = _key(spec, label, quick, seed, engine)
-        if key not in cache:
-            cache[key] = replay_router(spec, label, quick=quick, seed=seed, engine=engine)
-        rows[seed] = _run_summary(spec, cache[key])
+        held = cache.get(key)
+        if held is None or (upto is not None and held[0] is not None and held[0] < upto):
+            held = cache[key] = (upto, replay_router(spec, label, quick=quick, seed=seed, engine=engine, upto=upto))
+        rows[seed] = _run_summary(spec, held[1])
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed")
 
 
@@ -216,10 +222,16 @@ def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool
     worker, so its replays are shared."""
     from tqdm.auto import tqdm
 
+    # the longest replay of a drained ladder first: the specs measuring its earlier stages reuse it
+    def reach(i: int) -> int:
+        return -max(cases[i][0].measured_stages) if cases[i][0].drain else 0
+
+    out: list = [None] * len(cases)
     if jobs <= 1 or len(cases) <= 1:
         cache: dict = {}
-        return [predict(spec, quick=quick, cache=cache, engine=engine)
-                for spec, engine in tqdm(cases, desc="validate", unit="spec", disable=not progress)]
+        for i in tqdm(sorted(range(len(cases)), key=reach), desc="validate", unit="spec", disable=not progress):
+            out[i] = predict(cases[i][0], quick=quick, cache=cache, engine=cases[i][1])
+        return out
     from concurrent.futures import ProcessPoolExecutor
 
     groups: dict[str, list[int]] = {}
@@ -229,8 +241,7 @@ def predict_cases(cases: Sequence[tuple[ExperimentSpec, object]], *, quick: bool
     chunks: list[list[int]] = [[] for _ in range(jobs)]
     for members in sorted(groups.values(), key=len, reverse=True):
         min(chunks, key=len).extend(members)
-    chunks = [c for c in chunks if c]
-    out: list = [None] * len(cases)
+    chunks = [sorted(c, key=reach) for c in chunks if c]
     with ProcessPoolExecutor(jobs) as pool:
         parts = pool.map(_predict_chunk, [[cases[i] for i in c] for c in chunks],
                          [quick] * len(chunks))
