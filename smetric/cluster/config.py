@@ -206,17 +206,13 @@ class HardwareSpec:
         engine's where ``data/perf/kv_capacity.json`` has this setting, else PerfModel's estimate.
         ``iteration_overhead_s`` replaces the efficiency table's per-iteration CPU time (None = keep it);
         ``efficiency_overrides`` replaces fields of the GPU's efficiency table (``(field, value)`` pairs)."""
-        from ..hardware import PerfModel  # the performance model lives in its own package
+        from ..hardware import PerfModel, get_gpu  # the performance model lives in its own package
         from ..hardware.efficiency import efficiency_for
         from ..hardware.measured_kv import measured_kv_tokens
 
-        if efficiency_overrides:
-            eff = dataclasses.replace(efficiency_for(gpu, attention=attention), **dict(efficiency_overrides))
-            pm = PerfModel(model, gpu, tp, efficiency=eff, max_batched_tokens=max_batched_tokens,
-                           weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-        else:
-            pm = PerfModel(model, gpu, tp, max_batched_tokens=max_batched_tokens, weight_dtype=weight_dtype,
-                           kv_dtype=kv_dtype, attention=attention)
+        eff = dataclasses.replace(efficiency_for(get_gpu(gpu).name, attention=attention), **dict(efficiency_overrides))
+        pm = PerfModel(model, gpu, tp, efficiency=eff, max_batched_tokens=max_batched_tokens,
+                       weight_dtype=weight_dtype, kv_dtype=kv_dtype)
         kv_tokens = measured_kv_tokens(model, gpu, tp, gpu_mem_util, kv_dtype) or pm.kv_capacity_tokens(gpu_mem_util)
         coef = np.asarray(pm.coefficients(), dtype=np.float64)
         rate = float(pm.prefill_rate())

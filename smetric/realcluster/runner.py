@@ -179,7 +179,7 @@ def run_metrics(spec: ExperimentSpec, label: str, *, quick: bool = False, cache:
     for seed in spec.run_seeds(quick):
         key = _key(spec, label, quick, seed, engine)
         held = cache.get(key)
-        if held is None or (upto is not None and held[0] is not None and held[0] < upto):
+        if held is None or (upto is not None and held[0] < upto):
             held = cache[key] = (upto, replay_router(spec, label, quick=quick, seed=seed, engine=engine, upto=upto))
         rows[seed] = _run_summary(spec, held[1])
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed")

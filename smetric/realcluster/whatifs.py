@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import scoring
-from .spec import METRICS, ExperimentSpec, SpecError, check_spec, load_spec, read_yaml, spec_paths
+from .spec import METRICS, TOP_LEVEL_KEYS, ExperimentSpec, SpecError, check_spec, load_spec, read_yaml, spec_paths
 
 __all__ = ["WhatIf", "WHATIF_KEYS", "ERROR_COLUMNS", "load_whatifs", "whatif_path", "changed_spec", "whatif_cases",
            "run_whatifs", "whatif_lines"]
@@ -138,8 +138,7 @@ def _set(raw: dict, dotted: str, value, where: str) -> dict:
 def changed_spec(spec: ExperimentSpec, whatif: WhatIf) -> ExperimentSpec:
     """``spec`` with the what-if's ``set`` values and ``routers`` selection, checked again as a whole."""
     where = f"{spec.path} [what-if {whatif.name}]"
-    raw = {"name": spec.name, "source": spec.source, "cluster": spec.cluster, "workload": spec.workload,
-           "load": spec.load, "routers": spec.routers, "measured": spec.measured}
+    raw = {key: getattr(spec, key) for key in TOP_LEVEL_KEYS}
     for dotted, value in whatif.set.items():
         raw = _set(raw, dotted, value, where)
     if whatif.routers:
@@ -188,9 +187,12 @@ def run_whatifs(whatifs: Sequence[WhatIf], *, quick: bool = False, jobs: int = 1
     return errors[list(ERROR_COLUMNS)], targets[["whatif", "target", "value", "verdict", "detail"]]
 
 
-def _value(v: float) -> str:
+def _value(v: float, fmt: str = "") -> str:
+    """A table cell: ``n/a`` for NaN, thousands without decimals, else four significant digits (or ``fmt``)."""
     if v != v:
         return "n/a"
+    if fmt:
+        return format(v, fmt)
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
@@ -222,7 +224,6 @@ def whatif_lines(whatifs: Sequence[WhatIf], errors: pd.DataFrame, targets: pd.Da
         else:
             med = rows.groupby("metric")["rel_error"].apply(lambda s: s.abs().median())
             out.append("Median |error| over " + f"{len(wide)} experiment-router rows: "
-                       + "; ".join(f"{m} " + ("n/a" if med.get(m, np.nan) != med.get(m, np.nan) else f"{med[m]:.1%}")
-                                   for m in w.show) + ".")
+                       + "; ".join(f"{m} {_value(med.get(m, np.nan), '.1%')}" for m in w.show) + ".")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
