@@ -139,10 +139,14 @@ def test_engine_matches_reference_under_kv_pressure(case):
     ("smetric", {"cache_view": "router"}),
     ("smetric", {"rate": "online", "rate_min_samples": 2}),
     ("smetric", {"rate": "online", "cache_view": "router", "cost": "tokens", "index_ttl": 2.0}),
+    ("llm-d", {"w_no_hit_lru": 2.0}),
+    ("llm-d", {"prefix": "precise", "w_prefix": 2.0, "w_queue": 1.0, "w_kv": 1.0, "dram_weight": 0.5,
+               "w_no_hit_lru": 1.0}),
 ])
 @pytest.mark.parametrize("seed", [3, 11])
 def test_engine_matches_reference_with_deployed_router_options(policy, params, seed):
-    """Router-side prefix index and SMETRIC's online prefill rate: both engines agree on a busy, evicting cluster."""
+    """Router-side prefix index, SMETRIC's online prefill rate and llm-d's no-hit-LRU scorer: both engines agree on a
+    busy, evicting cluster."""
     wl = agent_workload(seed, n_sessions=30, max_turns=4, span=3.0, first_prompt=(20, 2000))
     cluster = small_cluster(kv_tokens=6_000, n_instances=3, block_size=64, max_num_seqs=8,
                             max_batched_tokens=1024, dram_gb=0.05, global_store=store(capacity_gb=0.5))

@@ -359,6 +359,49 @@ def test_llmd_estimate_index_matches_at_most_256_blocks():
     assert s2[2] == pytest.approx(3.0 * 256 / 356 + 4.0)
 
 
+def test_llmd_dram_weight_half_is_the_tiered_gpu_and_cpu_scorers():
+    # GPU 1 x hbm/L + CPU 1 x (hbm + dram)/L (write-through) = 2 x (hbm + 0.5 dram)/L:
+    # instance 0 holds 600 in HBM (1.2), instance 1 1000 in DRAM only (1.0), instance 2 nothing; equal loads
+    v = view(n=3, hbm=[600, 0, 0], dram=[0, 1000, 0])
+    tiered = Router("llm-d", prefix="precise", w_prefix=2, w_queue=1, w_kv=1, dram_weight=0.5)
+    assert tiered(v, request(1000)) == 0
+    # at the precise scorer's own DRAM weight 0.8, the DRAM copy outscores the HBM one (1.6 > 1.2)
+    assert Router("llm-d", prefix="precise", w_prefix=2, w_queue=1, w_kv=1)(v, request(1000)) == 1
+
+
+def test_llmd_no_hit_lru_spreads_cold_requests_in_lru_order():
+    # cold requests (no prefix anywhere) on an idle cluster: the scorer alone decides
+    r = Router("llm-d", prefix="precise", w_prefix=0, w_queue=0, w_kv=0, w_no_hit_lru=1)
+    # never-used instances score 1 - rank/3 in index order: [1, 2/3, 1/3, 0] -> 0, then 1, 2, 3
+    assert [r(view(), request(1000), u=0.9) for _ in range(4)] == [0, 1, 2, 3]
+    # all used, 0 the least recent: LRU ranks [0, 1, 2, 3] -> 0 again; then 1 (0 is now the most recent)
+    assert [r(view(), request(1000), u=0.9) for _ in range(2)] == [0, 1]
+
+
+def test_llmd_no_hit_lru_is_neutral_when_any_instance_has_a_match():
+    r = Router("llm-d", prefix="precise", w_prefix=0, w_queue=1, w_kv=0, w_no_hit_lru=5)
+    r(view(), request(1000))                                   # cold: instance 0, now the most recent
+    # a match on instance 3: 0.5 everywhere; the queue decides (instance 0 is the shortest)
+    assert r(view(waiting=[0, 1, 1, 1], hbm=[0, 0, 0, 16]), request(1000)) == 0
+    # cold again: instance 0 (most recent) scores 5 x 0 + 1 and loses to 1 (5 x 1 + 0)
+    assert r(view(waiting=[0, 1, 1, 1]), request(1000)) == 1
+    # with no_hit_lru_on=all the matched request is scored by LRU too
+    a = Router("llm-d", prefix="precise", w_prefix=0, w_queue=1, w_kv=0, w_no_hit_lru=5, no_hit_lru_on="all")
+    a(view(), request(1000))
+    assert a(view(waiting=[0, 1, 1, 1], hbm=[0, 0, 0, 16]), request(1000)) == 1
+
+
+def test_llmd_no_hit_lru_keeps_the_estimate_index_intact():
+    # the LRU stamps live after the index: a prompt routed by the estimate prefix is still matched afterwards
+    r = Router("llm-d", w_no_hit_lru=2)
+    first = np.arange(40)
+    # cold: LRU 2 x [1, 2/3, 1/3, 0] + queue 2 x [0, 0, 1, 0] + kv 2 -> instance 2
+    assert r(view(waiting=[1, 1, 0, 1]), request(640), first) == 2
+    from smetric.policies import llmd
+    s = llmd.scores(view(), request(640), first, r.params, r.state)
+    assert s[2] == pytest.approx(3.0 + 2.0 + 2.0 + 1.0) and s[0] == pytest.approx(2.0 + 2.0 + 1.0)
+
+
 # ------------------------------------------------------------------ vLLM production-stack
 def test_vllm_prefix_random_among_longest_and_no_load_check():
     vp = Router("vllm-prefix")

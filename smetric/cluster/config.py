@@ -300,6 +300,12 @@ class ClusterConfig:
         efficiency_overrides: ``(field, value)`` pairs replacing fields of the GPU's efficiency table
             (:class:`~smetric.hardware.efficiency.Efficiency`) in the performance model's spec: what-if studies
             (e.g. a slower GEMM rate), never a default.
+        hybrid_kv_manager: vLLM's hybrid KV cache manager (HMA), on (the default): a sliding-window model's window
+            layers keep only their window, the KV pool and every transfer count the full-attention layers only.
+            False: vLLM turned it off whenever a KV connector was configured (``--kv-transfer-config``, before
+            connectors supported it, vLLM #41830): every layer is stored as full attention, so a token's KV counts
+            all layers (the same HBM and DRAM bytes hold fewer tokens, transfers move more) and HBM's cached
+            blocks serve prefix hits. No effect on models without sliding-window layers.
         patience: sessions' patience (:class:`~smetric.cluster.abandonment.Patience` or its text form,
             e.g. ``lognormal:60:1``): a request that waited longer for admission abandons its session (see
             ``docs/engine.md``, "Abandonment"); None (the default) = nobody abandons.
@@ -341,6 +347,7 @@ class ClusterConfig:
     engine: ServingStack = ServingStack()
     kv_capacity_tokens: int | None = None
     efficiency_overrides: tuple[tuple[str, float], ...] = ()
+    hybrid_kv_manager: bool = True
 
     def __post_init__(self) -> None:
         _require(isinstance(self.model, str) and self.model.strip() != "", f"model must be a name, got {self.model!r}")
@@ -383,6 +390,8 @@ class ClusterConfig:
         _require(isinstance(self.queue, QueueDiscipline),
                  f"queue must be a QueueDiscipline or a discipline name, got {self.queue!r}")
         _require(isinstance(self.cache_replies, bool), f"cache_replies must be a bool, got {self.cache_replies!r}")
+        _require(isinstance(self.hybrid_kv_manager, bool),
+                 f"hybrid_kv_manager must be a bool, got {self.hybrid_kv_manager!r}")
         _require(isinstance(self.global_store_replies, bool),
                  f"global_store_replies must be a bool, got {self.global_store_replies!r}")
         if self.hit_granularity is not None:
@@ -440,7 +449,16 @@ class ClusterConfig:
         engine row without ``swa_prefix_reuse`` (:class:`~smetric.cluster.serving_stack.ServingStack`). A model
         outside the model table (an explicit ``hardware`` spec) counts as full attention."""
         model = MODELS.get(self.model.strip().lower())
-        return self.engine.swa_prefix_reuse or model is None or model.sliding_layers == 0
+        return self.engine.swa_prefix_reuse or not self.hybrid_kv_manager or model is None or model.sliding_layers == 0
+
+    @property
+    def kv_layer_factor(self) -> float:
+        """How many times a token's KV grows when every layer is stored in full (the hybrid manager off on a
+        sliding-window model: all layers over the full-attention ones); 1 otherwise."""
+        model = MODELS.get(self.model.strip().lower())
+        if self.hybrid_kv_manager or model is None or model.sliding_layers == 0:
+            return 1.0
+        return model.layers / model.full_attention_layers
 
     @property
     def disaggregated(self) -> bool:
@@ -453,7 +471,8 @@ class ClusterConfig:
         return self.n_prefill if self.disaggregated else self.n_instances
 
     def hardware_spec(self) -> HardwareSpec:
-        """The explicit ``hardware`` or the performance model's spec of this model/GPU/TP."""
+        """The explicit ``hardware`` or the performance model's spec of this model/GPU/TP (its KV pool
+        ``kv_capacity_tokens`` if given), in tokens of every layer where the hybrid manager is off."""
         spec = self.hardware
         if spec is None:
             spec = HardwareSpec.from_perfmodel(self.model, self.gpu, self.tp, self.gpu_mem_util,
@@ -463,6 +482,10 @@ class ClusterConfig:
                                                efficiency_overrides=self.efficiency_overrides)
         if self.kv_capacity_tokens is not None:
             spec = dataclasses.replace(spec, kv_capacity_tokens=self.kv_capacity_tokens)
+        factor = self.kv_layer_factor
+        if factor != 1.0:  # the same bytes hold fewer tokens of every layer's KV
+            spec = dataclasses.replace(spec, kv_bytes_per_token=spec.kv_bytes_per_token * factor,
+                                       kv_capacity_tokens=int(spec.kv_capacity_tokens / factor))
         return spec
 
     def engine_block_size(self, workload_block_size: int) -> int:

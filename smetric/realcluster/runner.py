@@ -81,7 +81,8 @@ def cluster_for(spec: ExperimentSpec, label: str, *, closed: bool = False, engin
                          replay="closed" if closed else "open",
                          weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"],
                          kv_capacity_tokens=None if c["kv_tokens"] is None else int(c["kv_tokens"]),
-                         efficiency_overrides=efficiency_overrides(c), **extra)
+                         efficiency_overrides=efficiency_overrides(c),
+                         hybrid_kv_manager=c.get("hybrid_kv_manager", True), **extra)
 
 
 def replay_router(spec: ExperimentSpec, label: str, *, quick: bool = False, seed: int | None = None,

@@ -41,7 +41,8 @@ router exactly the keys described here (a free-text ``note`` is allowed in each;
 * ``routers.LABEL``: ``policy`` and ``params`` in this package's names; optional ``router_info`` (what the router
   knows, and when: the fields of :class:`smetric.cluster.router_info.RouterInfo`); optional ``cluster`` (what this
   arm changes in the cluster, where the arms differ in the engine as well: :data:`ROUTER_CLUSTER_KEYS`, ``cpu_offload``
-  as above and ``dram_policy``, :attr:`smetric.cluster.ClusterConfig.dram_policy`).
+  as above, ``dram_policy`` and ``hybrid_kv_manager``, :attr:`smetric.cluster.ClusterConfig.dram_policy` and
+  :attr:`~smetric.cluster.ClusterConfig.hybrid_kv_manager`).
 * ``source.harness``: whose metric definitions the published numbers use (:data:`HARNESSES`).
   ``source.client_output_mean`` (``blis`` only): the output mean the harness divided by, as its client counted
   (re-tokenised) it, where published or derived from the published triple; used only in that harness's ITL
@@ -90,7 +91,7 @@ SUMMARIES = ("pooled", "stage-mean", "seed-mean")
 #: The rules a per-metric ``load.summary`` mapping may give a metric (or its ``default``).
 STAGE_SUMMARIES = ("pooled", "stage-mean")
 #: The cluster keys a router may override for its own arm.
-ROUTER_CLUSTER_KEYS = ("cpu_offload", "dram_policy")
+ROUTER_CLUSTER_KEYS = ("cpu_offload", "dram_policy", "hybrid_kv_manager")
 LOAD_KEYS = ("arrival", "stages", "measured_stages", "drain", "interval_s", "summary", "seeds")
 
 
@@ -417,6 +418,9 @@ def _check_routers(path, routers: Mapping) -> None:
                 _number(path, f"{key}.cluster.cpu_offload", own["cpu_offload"], strict=False)
             if "dram_policy" in own and own["dram_policy"] not in DRAM_POLICIES:
                 _fail(path, f"{key}.cluster.dram_policy", f"must be one of {DRAM_POLICIES}, got {own['dram_policy']!r}")
+            if not isinstance(own.get("hybrid_kv_manager", True), bool):
+                _fail(path, f"{key}.cluster.hybrid_kv_manager",
+                      f"must be true or false, got {own['hybrid_kv_manager']!r}")
 
 
 def _check_measured(path, measured: Mapping, routers: Mapping) -> None:
