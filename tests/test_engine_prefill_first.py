@@ -45,6 +45,22 @@ def test_engine_matches_reference_with_prefill_first_iterations(case):
     assert np.array_equal(a.preemptions, b.preemptions)
 
 
+def test_a_waiting_prompt_is_retried_after_the_decodes_grow():
+    """Prefill-first with incremental KV: the decodes take their blocks after the admission pass, evicting a cached
+    block of the waiting head's prefix to DRAM; with part of its prefix to load, the head now fits, and both
+    engines admit it at the next iteration (a case the random search found: request 8 at 7.945 s)."""
+    from pathlib import Path
+
+    from smetric.workload import Workload
+
+    raw = np.load(Path(__file__).parent / "data" / "prefill_first_regrown.npz")
+    wl = Workload(**{k: raw[k] for k in raw.files}, block_size=16, name="regrown")
+    cluster = small_cluster(kv_tokens=5000, block_size=64, max_num_seqs=8, max_batched_tokens=256, dram_gb=0.03,
+                            kv_allocation="incremental", prefill_first=True, chunked_prefill=False)
+    a, b = assert_engines_agree((wl, cluster, "round-robin", 2.0, 2))
+    assert a.preemptions[8] == 1 and a.admit[8] == pytest.approx(7.9454, abs=1e-4)
+
+
 def _run(engine, arrival, input_len, output_len, whole: bool, budget: int = 512, first: bool = True):
     wl = unique_workload(arrival, input_len, output_len)
     cluster = small_cluster(block_size=16, max_batched_tokens=budget, max_num_seqs=8, chunked_prefill=not whole,

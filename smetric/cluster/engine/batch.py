@@ -203,9 +203,12 @@ def _form_batch(d, st, i, t):
             budget -= 1
     nb = st.ii[i, II_NBATCH]
     stall = pf and nb > 0 and st.ii[i, II_NDEC] > 0  # a prefill-only iteration: the decodes wait
+    regrown = False  # prefill-first: the decodes grew after the admission pass, so a waiting request may fit now
     if pf and nb == 0 and d.incremental:
+        version = st.ii[i, II_KV_VERSION]
         _grow_decodes(d, st, i)
         preempted = st.ipre[i, IP_PREEMPT] > n_preempted
+        regrown = st.ii[i, II_NWAIT] > 0 and st.ii[i, II_KV_VERSION] != version
     n_dec = 0 if stall else st.ii[i, II_NDEC]
     st.ii[i, II_STALL] = 1 if stall else 0
     if nb == 0 and n_dec == 0:
@@ -241,7 +244,7 @@ def _form_batch(d, st, i, t):
         if d.incremental:  # stop before an iteration that needs a block (or after one that preempted)
             if st.ipre[i, IP_AHEAPN] > 0:
                 k_run = min(k_run, st.aheap[i, 0] // d.n - st.ii[i, II_ITER])
-            if preempted:
+            if preempted or regrown:
                 k_run = 1
     st.fi[i, FI_FORM] = t
     st.fi[i, FI_T0] = t + wait
