@@ -83,9 +83,11 @@ def test_engine_matches_reference_with_write_through(case):
     assert_same_run(run_engine(inp), run_reference(inp))
 
 
-def test_a_spec_arm_overrides_the_cluster(tmp_path):
-    """The tiered-prefix-cache spec's offload arm runs a write-through DRAM tier, its baseline none; a bad
-    override is refused with the file and key."""
+@pytest.mark.parametrize(("key", "bad", "message"), [("dram_policy", "write-back", "must be one of"),
+                                                     ("hybrid_kv_manager", "off", "must be true or false")])
+def test_a_spec_arm_overrides_the_cluster(tmp_path, key, bad, message):
+    """The tiered-prefix-cache spec's offload arm runs a write-through DRAM tier with vLLM's hybrid KV manager off,
+    its baseline neither; a bad override is refused with the file and key."""
     from pathlib import Path
 
     import yaml
@@ -97,11 +99,12 @@ def test_a_spec_arm_overrides_the_cluster(tmp_path):
     spec = load_spec(path)
     offload, base = cluster_for(spec, "cpu-offload"), cluster_for(spec, "hbm-only")
     own = spec.routers["cpu-offload"]["cluster"]
-    assert (offload.dram_policy, offload.dram_gb) == ("write-through", own["cpu_offload"])
-    assert (base.dram_policy, base.dram_gb) == ("spill", 0.0)
+    assert (offload.dram_policy, offload.dram_gb, offload.hybrid_kv_manager) == ("write-through", own["cpu_offload"],
+                                                                                False)
+    assert (base.dram_policy, base.dram_gb, base.hybrid_kv_manager) == ("spill", 0.0, True)
     raw = yaml.safe_load(path.read_text())
-    raw["routers"]["cpu-offload"]["cluster"]["dram_policy"] = "write-back"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(raw))
-    with pytest.raises(SpecError, match="routers.cpu-offload.cluster.dram_policy: must be one of"):
-        load_spec(bad)
+    raw["routers"]["cpu-offload"]["cluster"][key] = bad
+    bad_file = tmp_path / "bad.yaml"
+    bad_file.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SpecError, match=f"routers.cpu-offload.cluster.{key}: {message}"):
+        load_spec(bad_file)

@@ -1,23 +1,19 @@
 """vLLM's hybrid KV cache manager (``ClusterConfig.hybrid_kv_manager``): with it off, a sliding-window model stores
 every layer in full -- a token's KV counts all layers, the same bytes hold fewer tokens in HBM and DRAM, and HBM's
-cached blocks serve prefix hits; models without sliding-window layers are unaffected. Also the spec key that turns
-it off for one arm."""
+cached blocks serve prefix hits; models without sliding-window layers are unaffected. The spec key that turns
+it off for one arm is tested with the other per-arm keys (``tests/test_engine_dram_policy.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
-import yaml
 from engine_support import agent_workload
 
 from smetric.cluster import ClusterConfig
 from smetric.cluster.inputs import prepare
 from smetric.cluster.serving_stack import parse
 from smetric.hardware.models import MODELS
-
-SPEC = Path(__file__).parents[1] / "data" / "validation" / "llmd-tiered-cpu-offload.yaml"
 
 
 def _gpt_oss(**kw) -> ClusterConfig:
@@ -54,18 +50,3 @@ def test_off_halves_the_dram_tier_and_hbm_blocks_of_the_engine_input():
     assert off.kv_bytes_per_token == 2 * on.kv_bytes_per_token
     assert abs(off.dram_blocks - on.dram_blocks / 2) <= 1 and abs(off.hbm_blocks - on.hbm_blocks / 2) <= 1
     assert off.hbm_reuse and not on.hbm_reuse
-
-
-def test_the_tiered_specs_offload_arm_turns_it_off_and_a_bad_value_is_one_line(tmp_path):
-    from smetric.realcluster.runner import cluster_for
-    from smetric.realcluster.spec import SpecError, load_spec
-
-    spec = load_spec(SPEC)
-    assert cluster_for(spec, "cpu-offload").hybrid_kv_manager is False
-    assert cluster_for(spec, "hbm-only").hybrid_kv_manager is True
-    raw = yaml.safe_load(SPEC.read_text())
-    raw["routers"]["cpu-offload"]["cluster"]["hybrid_kv_manager"] = "off"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(raw))
-    with pytest.raises(SpecError, match="routers.cpu-offload.cluster.hybrid_kv_manager: must be true or false"):
-        load_spec(bad)
