@@ -296,7 +296,8 @@ class ClusterConfig:
             the efficiency table's per-iteration constant. Its iteration time applies to the performance model's
             spec, not to an explicit ``hardware`` spec (whose coefficients are the whole iteration).
         kv_capacity_tokens: HBM KV tokens per instance as a real engine reported them (vLLM's log); None = the
-            hardware spec's (measured table or the performance model's estimate).
+            hardware spec's (measured table or the performance model's estimate). Counted with the hybrid KV
+            manager on: where ``hybrid_kv_manager`` is off, the same bytes hold fewer tokens.
         efficiency_overrides: ``(field, value)`` pairs replacing fields of the GPU's efficiency table
             (:class:`~smetric.hardware.efficiency.Efficiency`) in the performance model's spec: what-if studies
             (e.g. a slower GEMM rate), never a default.
@@ -446,8 +447,8 @@ class ClusterConfig:
     @property
     def hbm_prefix_reuse(self) -> bool:
         """HBM's cached blocks serve prefix hits: False for a hybrid sliding-window model (e.g. gpt-oss) on an
-        engine row without ``swa_prefix_reuse`` (:class:`~smetric.cluster.serving_stack.ServingStack`). A model
-        outside the model table (an explicit ``hardware`` spec) counts as full attention."""
+        engine row without ``swa_prefix_reuse`` (:class:`~smetric.cluster.serving_stack.ServingStack`) with the hybrid
+        KV manager on. A model outside the model table (an explicit ``hardware`` spec) counts as full attention."""
         model = MODELS.get(self.model.strip().lower())
         return self.engine.swa_prefix_reuse or not self.hybrid_kv_manager or model is None or model.sliding_layers == 0
 
