@@ -449,17 +449,20 @@ class ClusterConfig:
         """HBM's cached blocks serve prefix hits: False for a hybrid sliding-window model (e.g. gpt-oss) on an
         engine row without ``swa_prefix_reuse`` (:class:`~smetric.cluster.serving_stack.ServingStack`) with the hybrid
         KV manager on. A model outside the model table (an explicit ``hardware`` spec) counts as full attention."""
-        model = MODELS.get(self.model.strip().lower())
-        return self.engine.swa_prefix_reuse or not self.hybrid_kv_manager or model is None or model.sliding_layers == 0
+        return self.engine.swa_prefix_reuse or not self.hybrid_kv_manager or self._sliding_window_model is None
 
     @property
     def kv_layer_factor(self) -> float:
         """How many times a token's KV grows when every layer is stored in full (the hybrid manager off on a
         sliding-window model: all layers over the full-attention ones); 1 otherwise."""
+        model = self._sliding_window_model
+        return 1.0 if self.hybrid_kv_manager or model is None else model.layers / model.full_attention_layers
+
+    @property
+    def _sliding_window_model(self):
+        """The model table's entry of ``model`` if it has sliding-window layers, else None."""
         model = MODELS.get(self.model.strip().lower())
-        if self.hybrid_kv_manager or model is None or model.sliding_layers == 0:
-            return 1.0
-        return model.layers / model.full_attention_layers
+        return model if model is not None and model.sliding_layers > 0 else None
 
     @property
     def disaggregated(self) -> bool:
